@@ -1,0 +1,29 @@
+{
+  "targets": [
+    {
+      "target_name": "sightline",
+      "sources": [
+        "native/core/config.cpp",
+        "native/core/entities.cpp",
+        "native/core/snapshot.cpp",
+        "native/core/gather.cpp",
+        "native/core/ghost.cpp",
+        "native/core/pass.cpp",
+        "native/core/thread_pool.cpp",
+        "native/core/world.cpp",
+        "native/addon/addon.cpp"
+      ],
+      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "native/core"],
+      "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS"],
+      "cflags!": ["-fno-exceptions", "-O2", "-O3"],
+      "cflags_cc!": ["-fno-exceptions", "-fno-rtti", "-std=gnu++17", "-std=gnu++1y", "-O2"],
+      "cflags_cc": ["-std=c++20", "-O3", "-fexceptions", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+      "xcode_settings": {
+        "GCC_ENABLE_CPP_EXCEPTIONS": "YES",
+        "CLANG_CXX_LANGUAGE_STANDARD": "c++20",
+        "OTHER_CPLUSPLUSFLAGS": ["-O3"]
+      },
+      "msvs_settings": { "VCCLCompilerTool": { "ExceptionHandling": 1, "AdditionalOptions": ["/std:c++20"] } }
+    }
+  ]
+}

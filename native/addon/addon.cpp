@@ -1,0 +1,632 @@
+// Node-API glue: converts arguments, converts core errors to coded JavaScript errors, runs the pass
+// off the JavaScript thread. No engine logic lives here.
+#include <napi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "errors.h"
+#include "gather.h"
+#include "thread_pool.h"
+#include "world.h"
+
+using namespace sightline;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Per-environment state: thread pools (one per thread count, shared by that environment's worlds)
+// and the count of passes in flight. Pools are joined in an environment cleanup hook, after any
+// pass still running has finished, so worker_threads can come and go.
+struct AddonData {
+  std::mutex m;
+  std::condition_variable idle;
+  int inFlight = 0;
+  std::map<unsigned, std::unique_ptr<ThreadPool>> pools;
+  Napi::FunctionReference worldCtor;
+
+  ThreadPool& pool(unsigned threads) {
+    unsigned n = resolveThreadCount(threads, std::thread::hardware_concurrency());
+    std::lock_guard<std::mutex> lock(m);
+    auto& p = pools[n];
+    if (!p) p = std::make_unique<ThreadPool>(n);
+    return *p;
+  }
+  void begin() {
+    std::lock_guard<std::mutex> lock(m);
+    ++inFlight;
+  }
+  void end() {
+    std::lock_guard<std::mutex> lock(m);
+    if (--inFlight == 0) idle.notify_all();
+  }
+  static void cleanup(void* arg) {
+    auto* self = static_cast<AddonData*>(arg);
+    std::unique_lock<std::mutex> lock(self->m);
+    self->idle.wait(lock, [&] { return self->inFlight == 0; });
+    auto pools = std::move(self->pools);
+    lock.unlock();
+    pools.clear();  // joins the workers
+  }
+};
+
+Napi::Error codedError(Napi::Env env, const std::string& code, const std::string& message) {
+  Napi::Error e = Napi::Error::New(env, message);
+  e.Set("code", Napi::String::New(env, code));
+  return e;
+}
+
+[[noreturn]] void rethrow(Napi::Env env, const CoreError& e) { throw codedError(env, e.code(), e.what()); }
+
+template <typename F>
+auto guarded(Napi::Env env, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const CoreError& e) {
+    rethrow(env, e);
+  } catch (const std::bad_alloc&) {
+    throw codedError(env, "ERR_SIGHTLINE_OUT_OF_MEMORY", "sightline could not allocate memory");
+  }
+}
+
+double numberArg(const Napi::CallbackInfo& info, size_t i, const char* name) {
+  if (info.Length() <= i || !info[i].IsNumber())
+    throw codedError(info.Env(), "ERR_SIGHTLINE_INVALID_ARGUMENT", std::string(name) + " must be a number");
+  return info[i].As<Napi::Number>().DoubleValue();
+}
+
+uint32_t idArg(const Napi::CallbackInfo& info, size_t i) {
+  double v = numberArg(info, i, "entity id");
+  if (!(v >= 0 && v <= 4294967295.0) || v != static_cast<double>(static_cast<uint32_t>(v)))
+    throw codedError(info.Env(), "ERR_SIGHTLINE_INVALID_ENTITY",
+                     "entity id must be an integer between 0 and 4294967295, received " + std::to_string(v));
+  return static_cast<uint32_t>(v);
+}
+
+int32_t rawArg(const Napi::CallbackInfo& info, size_t i, const char* name) {
+  double v = numberArg(info, i, name);
+  if (!(v >= -2147483648.0 && v <= 2147483647.0) || v != static_cast<double>(static_cast<int64_t>(v)))
+    throw codedError(info.Env(), "ERR_SIGHTLINE_INVALID_POSITION",
+                     std::string(name) + " must be an integer raw coordinate within Int32, received " +
+                         std::to_string(v));
+  return static_cast<int32_t>(v);
+}
+
+ConfigInput configFromObject(Napi::Env env, const Napi::Value& value) {
+  ConfigInput in;
+  if (value.IsUndefined()) return in;
+  if (!value.IsObject()) throw codedError(env, "ERR_SIGHTLINE_INVALID_ARGUMENT", "config input must be an object");
+  Napi::Object o = value.As<Napi::Object>();
+  auto num = [&](const char* key, double& field) {
+    Napi::Value v = o.Get(key);
+    if (v.IsUndefined()) return;
+    if (!v.IsNumber())
+      throw codedError(env, "ERR_SIGHTLINE_CONFIG_NOT_FINITE", std::string(key) + " must be a finite number");
+    field = v.As<Napi::Number>().DoubleValue();
+  };
+  num("regionSize", in.regionSize);
+  num("verticalExtent", in.verticalExtent);
+  num("viewRadius", in.viewRadius);
+  num("maxSpeed", in.maxSpeed);
+  num("tickHz", in.tickHz);
+  num("cellSize", in.cellSize);
+  num("payloadBytes", in.payloadBytes);
+  num("eventReserveBytes", in.eventReserveBytes);
+  num("walkCap", in.walkCap);
+  num("ghostCap", in.ghostCap);
+  num("graceTicks", in.graceTicks);
+  num("denseCellThreshold", in.denseCellThreshold);
+  num("subGridDivisions", in.subGridDivisions);
+  num("newDrift", in.newDrift);
+  Napi::Value w = o.Get("bandWeights");
+  if (!w.IsUndefined() && !w.IsNull()) {
+    if (!w.IsArray())
+      throw codedError(env, "ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE", "bandWeights must be an array of 64 integers");
+    Napi::Array a = w.As<Napi::Array>();
+    for (uint32_t i = 0; i < a.Length(); ++i) {
+      Napi::Value e = a.Get(i);
+      if (!e.IsNumber())
+        throw codedError(env, "ERR_SIGHTLINE_CONFIG_NOT_FINITE", "bandWeights[" + std::to_string(i) + "] must be a number");
+      in.bandWeights.push_back(e.As<Napi::Number>().DoubleValue());
+    }
+  }
+  return in;
+}
+
+Napi::Object configToObject(Napi::Env env, const Config& c) {
+  Napi::Object o = Napi::Object::New(env);
+  auto set = [&](const char* k, double v) { o.Set(k, Napi::Number::New(env, v)); };
+  set("regionRaw", double(c.regionRaw));
+  set("regionShift", c.regionShift);
+  set("verticalRaw", double(c.verticalRaw));
+  set("zBits", c.zBits);
+  set("viewRadiusRaw", double(c.viewRadiusRaw));
+  set("cellRaw", double(c.cellRaw));
+  set("cellShift", c.cellShift);
+  set("cellsPerAxis", c.cellsPerAxis);
+  set("cellCount", c.cellCount);
+  set("cellRadius", c.cellRadius);
+  set("maxMovePerTickRaw", double(c.maxMovePerTickRaw));
+  set("payloadBytes", c.payloadBytes);
+  set("eventReserveBytes", c.eventReserveBytes);
+  set("slotsPerPacket", c.slotsPerPacket);
+  set("walkCap", c.walkCap);
+  set("ghostCap", c.ghostCap);
+  set("ghostTableCapacity", c.ghostTableCapacity);
+  set("graceTicks", c.graceTicks);
+  set("denseCellThreshold", c.denseCellThreshold);
+  set("subGridDivisions", c.subGridDivisions);
+  set("subShift", c.subShift);
+  set("newDrift", c.newDrift);
+  set("quantShift", c.quantShift);
+  set("protocolHash", c.protocolHash);
+  Napi::Array w = Napi::Array::New(env, kBandCount);
+  for (int b = 0; b < kBandCount; ++b) w.Set(uint32_t(b), Napi::Number::New(env, c.bandWeights[b]));
+  o.Set("bandWeights", w);
+  return o;
+}
+
+Napi::Value BuildConfig(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ConfigInput in = configFromObject(env, info.Length() > 0 ? info[0] : env.Undefined());
+  return guarded(env, [&] { return configToObject(env, buildConfig(in)); });
+}
+
+// An ArrayBuffer over native memory: external where the runtime allows it, else nullptr (the caller
+// falls back to a V8-allocated buffer).
+Napi::Value externalBuffer(Napi::Env env, void* data, size_t bytes) {
+  napi_value ab;
+  napi_status st = napi_create_external_arraybuffer(env, data, bytes, [](napi_env, void*, void*) {}, nullptr, &ab);
+  if (st != napi_ok) {
+    const napi_extended_error_info* info = nullptr;
+    napi_get_last_error_info(env, &info);
+    bool pending = false;
+    napi_is_exception_pending(env, &pending);
+    if (pending) {
+      napi_value ignored;
+      napi_get_and_clear_last_exception(env, &ignored);
+    }
+    return Napi::Value();
+  }
+  return Napi::Value(env, ab);
+}
+
+class NativeWorld;
+
+// ---------------------------------------------------------------------------------------------
+class PassWorker : public Napi::AsyncWorker {
+ public:
+  PassWorker(Napi::Env env, NativeWorld* owner, Napi::Object self, World& world, ThreadPool& pool, AddonData* data)
+      : Napi::AsyncWorker(env, "sightline.pass"),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        owner_(owner),
+        world_(world),
+        pool_(pool),
+        data_(data) {
+    self_ = Napi::Persistent(self);
+  }
+  Napi::Promise promise() { return deferred_.Promise(); }
+  void Execute() override {
+    try {
+      world_.runPass(pool_);
+    } catch (const CoreError& e) {
+      code_ = e.code();
+      SetError(e.what());
+    } catch (const std::exception& e) {
+      code_ = "ERR_SIGHTLINE_INTERNAL";
+      SetError(e.what());
+    }
+  }
+  void OnOK() override;
+  void OnError(const Napi::Error& e) override;
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  Napi::ObjectReference self_;
+  NativeWorld* owner_;
+  World& world_;
+  ThreadPool& pool_;
+  AddonData* data_;
+  std::string code_;
+};
+
+class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
+ public:
+  static Napi::Function Init(Napi::Env env) {
+    return DefineClass(env, "NativeWorld",
+                       {
+                           InstanceMethod<&NativeWorld::Spawn>("spawn"),
+                           InstanceMethod<&NativeWorld::Despawn>("despawn"),
+                           InstanceMethod<&NativeWorld::SlotOf>("slotOf"),
+                           InstanceMethod<&NativeWorld::IsLive>("isLive"),
+                           InstanceMethod<&NativeWorld::Positions>("positions"),
+                           InstanceMethod<&NativeWorld::Odometer>("odometer"),
+                           InstanceMethod<&NativeWorld::AddViewer>("addViewer"),
+                           InstanceMethod<&NativeWorld::RemoveViewer>("removeViewer"),
+                           InstanceMethod<&NativeWorld::HasViewer>("hasViewer"),
+                           InstanceMethod<&NativeWorld::ViewerCount>("viewerCount"),
+                           InstanceMethod<&NativeWorld::Tick>("tick"),
+                           InstanceMethod<&NativeWorld::RebuildSnapshot>("rebuildSnapshot"),
+                           InstanceMethod<&NativeWorld::SnapshotInfo>("snapshotInfo"),
+                           InstanceMethod<&NativeWorld::Gather>("gather"),
+                           InstanceMethod<&NativeWorld::Ghosts>("ghosts"),
+                           InstanceMethod<&NativeWorld::Info>("info"),
+                       });
+  }
+
+  NativeWorld(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeWorld>(info) {
+    Napi::Env env = info.Env();
+    data_ = env.GetInstanceData<AddonData>();
+    ConfigInput in = configFromObject(env, info.Length() > 0 ? info[0] : env.Undefined());
+    double capacity = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : 65536;
+    double threads = info.Length() > 2 && info[2].IsNumber() ? info[2].As<Napi::Number>().DoubleValue() : 0;
+    bool tryExternal = !(info.Length() > 3 && info[3].IsBoolean() && !info[3].As<Napi::Boolean>().Value());
+    if (!(capacity >= 1 && capacity <= kMaxCapacity) || capacity != double(uint32_t(capacity)))
+      throw codedError(env, "ERR_SIGHTLINE_INVALID_CAPACITY",
+                       "capacity must be an integer between 1 and " + std::to_string(kMaxCapacity) +
+                           ", received " + std::to_string(capacity));
+    if (!(threads >= 0 && threads <= 256) || threads != double(uint32_t(threads)))
+      throw codedError(env, "ERR_SIGHTLINE_INVALID_THREADS",
+                       "threads must be an integer between 0 (all cores) and 256, received " + std::to_string(threads));
+    threads_ = uint32_t(threads);
+    guarded(env, [&] {
+      Config c = buildConfig(in);
+      world_ = std::make_unique<World>(c, uint32_t(capacity));
+      return 0;
+    });
+    pool_ = &data_->pool(threads_);
+
+    // Entity positions: external ArrayBuffers over engine memory, or V8 buffers the engine adopts.
+    EntityStore& st = world_->entities();
+    size_t bytes = size_t(st.capacity()) * sizeof(int32_t);
+    Napi::Object pos = Napi::Object::New(env);
+    Napi::Value ax, ay, az;
+    if (tryExternal) {
+      ax = externalBuffer(env, st.x(), bytes);
+      if (!ax.IsEmpty()) ay = externalBuffer(env, st.y(), bytes), az = externalBuffer(env, st.z(), bytes);
+    }
+    external_ = !ax.IsEmpty() && !ay.IsEmpty() && !az.IsEmpty();
+    if (!external_) {
+      Napi::ArrayBuffer bx = Napi::ArrayBuffer::New(env, bytes), by = Napi::ArrayBuffer::New(env, bytes),
+                       bz = Napi::ArrayBuffer::New(env, bytes);
+      st.useMemory(static_cast<int32_t*>(bx.Data()), static_cast<int32_t*>(by.Data()),
+                   static_cast<int32_t*>(bz.Data()));
+      ax = bx, ay = by, az = bz;
+    }
+    pos.Set("x", Napi::Int32Array::New(env, st.capacity(), ax.As<Napi::ArrayBuffer>(), 0));
+    pos.Set("y", Napi::Int32Array::New(env, st.capacity(), ay.As<Napi::ArrayBuffer>(), 0));
+    pos.Set("z", Napi::Int32Array::New(env, st.capacity(), az.As<Napi::ArrayBuffer>(), 0));
+    pos.Set("external", Napi::Boolean::New(env, external_));
+    positions_ = Napi::Persistent(pos);
+  }
+
+  // Called by PassWorker on the JavaScript thread when the pass is done.
+  Napi::Object finishTick(Napi::Env env) {
+    running_ = false;
+    World& w = *world_;
+    unsigned which = w.tick() & 1;
+    std::vector<uint8_t>& out = w.outputBuffer(which);
+    Slot& slot = out_[which];
+    size_t size = w.outputSize();
+    // The JavaScript view of this tick's output buffer; re-created only when the memory moved.
+    if (slot.buffer.IsEmpty() || slot.data != out.data() || slot.size < size) {
+      Napi::Value ab;
+      if (external_) ab = externalBuffer(env, out.data(), out.size());
+      if (ab.IsEmpty()) {
+        Napi::ArrayBuffer v8 = Napi::ArrayBuffer::New(env, out.size());
+        ab = v8;
+        slot.copy = true;
+      } else {
+        slot.copy = false;
+      }
+      slot.buffer = Napi::Persistent(ab.As<Napi::ArrayBuffer>());
+      slot.data = out.data();
+      slot.size = out.size();
+    }
+    Napi::ArrayBuffer ab = slot.buffer.Value();
+    if (slot.copy) std::memcpy(ab.Data(), out.data(), size);
+
+    size_t nv = w.viewerCount();
+    if (slot.index.IsEmpty() || slot.indexCap < nv * 3) {
+      slot.indexCap = nv * 3 + 64;
+      slot.index = Napi::Persistent(Napi::Uint32Array::New(env, slot.indexCap));
+    }
+    Napi::Uint32Array index = slot.index.Value();
+    uint32_t* ix = index.Data();
+    uint32_t count = 0;
+    for (size_t i = 0; i < nv; ++i) {
+      const Viewer& v = w.viewerAt(i);
+      if (v.outLength == 0) continue;
+      ix[3 * count] = v.avatarId;
+      ix[3 * count + 1] = uint32_t(v.outOffset);
+      ix[3 * count + 2] = v.outLength;
+      ++count;
+    }
+
+    const TickStats& s = w.stats();
+    Napi::Object stats = Napi::Object::New(env);
+    auto set = [&](const char* k, double v) { stats.Set(k, Napi::Number::New(env, v)); };
+    set("served", double(s.served));
+    set("skippedNotDue", double(s.skippedNotDue));
+    set("skippedAvatarGone", double(s.skippedAvatarGone));
+    set("skippedOutsideRegion", double(s.skippedOutsideRegion));
+    set("candidates", double(s.candidates));
+    set("examined", double(s.examined));
+    set("eligible", double(s.eligible));
+    set("records", double(s.records));
+    set("newGhosts", double(s.newGhosts));
+    set("despawns", double(s.despawns));
+    set("bytes", double(s.bytes));
+    set("ghostTableFull", double(s.ghostTableFull));
+    set("subscriptionChanges", double(s.subscriptionChanges));
+    set("entities", double(w.snapshot().count()));
+    set("outsideRegion", double(w.snapshot().outsideRegion()));
+    set("denseCells", double(w.snapshot().denseCells()));
+    set("odometerMicros", w.odometerMicros);
+    set("snapshotMicros", w.snapshotMicros);
+    set("passMicros", w.passMicros);
+
+    Napi::Object r = Napi::Object::New(env);
+    r.Set("tick", Napi::Number::New(env, w.tick()));
+    r.Set("buffer", ab);
+    r.Set("index", index);
+    r.Set("count", Napi::Number::New(env, count));
+    r.Set("stats", stats);
+    applyPending(env);
+    return r;
+  }
+
+  void failTick(Napi::Env env) {
+    running_ = false;
+    applyPending(env);
+  }
+
+ private:
+  struct Slot {
+    Napi::Reference<Napi::ArrayBuffer> buffer;
+    const uint8_t* data = nullptr;
+    size_t size = 0;
+    bool copy = false;
+    Napi::Reference<Napi::Uint32Array> index;
+    size_t indexCap = 0;
+  };
+  // Viewer changes asked for while a pass runs take effect after it, in order.
+  struct PendingOp {
+    bool add;
+    uint32_t id;
+    ViewerOptions opts;
+  };
+
+  void applyPending(Napi::Env env) {
+    std::vector<PendingOp> ops;
+    ops.swap(pending_);
+    for (const PendingOp& op : ops) {
+      try {
+        if (op.add) world_->addViewer(op.id, op.opts);
+        else world_->removeViewer(op.id);
+      } catch (const CoreError&) {
+        // Validated when asked for; the only way to fail now is an avatar despawned meanwhile,
+        // which the next tick reports as a skip. Nothing to undo.
+      }
+    }
+  }
+
+  // Whether `id` is a viewer once the pending changes are applied.
+  bool effectiveHasViewer(uint32_t id) const {
+    bool has = world_->hasViewer(id);
+    for (const PendingOp& op : pending_)
+      if (op.id == id) has = op.add;
+    return has;
+  }
+
+  Napi::Value Spawn(const Napi::CallbackInfo& info) {
+    int32_t x = rawArg(info, 0, "x"), y = rawArg(info, 1, "y"), z = rawArg(info, 2, "z");
+    return Napi::Number::New(info.Env(), guarded(info.Env(), [&] { return world_->entities().spawn(x, y, z); }));
+  }
+  Napi::Value Despawn(const Napi::CallbackInfo& info) {
+    uint32_t id = idArg(info, 0);
+    guarded(info.Env(), [&] { world_->entities().despawn(id); return 0; });
+    return info.Env().Undefined();
+  }
+  Napi::Value SlotOf(const Napi::CallbackInfo& info) {
+    uint32_t id = idArg(info, 0);
+    return Napi::Number::New(info.Env(), guarded(info.Env(), [&] { return world_->entities().checkedSlot(id); }));
+  }
+  Napi::Value IsLive(const Napi::CallbackInfo& info) {
+    if (info.Length() < 1 || !info[0].IsNumber()) return Napi::Boolean::New(info.Env(), false);
+    double v = info[0].As<Napi::Number>().DoubleValue();
+    bool ok = v >= 0 && v <= 4294967295.0 && v == double(uint32_t(v)) && world_->entities().isLive(uint32_t(v));
+    return Napi::Boolean::New(info.Env(), ok);
+  }
+  Napi::Value Positions(const Napi::CallbackInfo& info) { return positions_.Value(); }
+  Napi::Value Odometer(const Napi::CallbackInfo& info) {
+    uint32_t id = idArg(info, 0);
+    uint32_t slot = guarded(info.Env(), [&] { return world_->entities().checkedSlot(id); });
+    return Napi::Number::New(info.Env(), world_->entities().odometer()[slot]);
+  }
+  Napi::Value AddViewer(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    uint32_t id = idArg(info, 0);
+    double payload = numberArg(info, 1, "payloadBytes"), period = numberArg(info, 2, "sendPeriod");
+    const Config& c = world_->config();
+    uint32_t minPayload = kHeaderBytes + c.eventReserveBytes + kRecordBytes;
+    if (!(payload >= minPayload && payload <= kMaxPayloadBytes) || payload != double(uint32_t(payload)))
+      throw codedError(env, "ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
+                       "payloadBytes must be an integer between " + std::to_string(minPayload) + " and " +
+                           std::to_string(kMaxPayloadBytes) + ", received " + std::to_string(payload));
+    if (!(period >= 1 && period <= 65535) || period != double(uint32_t(period)))
+      throw codedError(env, "ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
+                       "sendPeriod must be an integer between 1 and 65535 ticks, received " + std::to_string(period));
+    ViewerOptions opts{uint32_t(payload), uint32_t(period)};
+    if (!running_) {
+      guarded(env, [&] { world_->addViewer(id, opts); return 0; });
+      return env.Undefined();
+    }
+    guarded(env, [&] { return world_->entities().checkedSlot(id); });
+    if (effectiveHasViewer(id))
+      throw codedError(env, "ERR_SIGHTLINE_VIEWER_EXISTS",
+                       "entity " + std::to_string(id) + " is already a viewer (one viewer per avatar)");
+    pending_.push_back(PendingOp{true, id, opts});
+    return env.Undefined();
+  }
+  Napi::Value RemoveViewer(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    uint32_t id = idArg(info, 0);
+    if (!running_) {
+      guarded(env, [&] { world_->removeViewer(id); return 0; });
+      return env.Undefined();
+    }
+    if (!effectiveHasViewer(id))
+      throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(id) + " is not a viewer");
+    pending_.push_back(PendingOp{false, id, {}});
+    return env.Undefined();
+  }
+  Napi::Value HasViewer(const Napi::CallbackInfo& info) {
+    uint32_t id = idArg(info, 0);
+    return Napi::Boolean::New(info.Env(), effectiveHasViewer(id));
+  }
+  Napi::Value ViewerCount(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), double(world_->viewerCount()));
+  }
+
+  Napi::Value Tick(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (running_)
+      throw codedError(env, "ERR_SIGHTLINE_TICK_IN_PROGRESS",
+                       "tick() was called while the previous tick's pass is still running; await it first");
+    guarded(env, [&] { world_->prepareTick(); return 0; });
+    running_ = true;
+    data_->begin();
+    auto* worker = new PassWorker(env, this, Value(), *world_, *pool_, data_);
+    Napi::Promise p = worker->promise();
+    worker->Queue();
+    return p;
+  }
+
+  void requireIdle(Napi::Env env, const char* what) {
+    if (running_)
+      throw codedError(env, "ERR_SIGHTLINE_TICK_IN_PROGRESS",
+                       std::string(what) + " cannot run while a tick's pass is running; await the tick first");
+  }
+
+  Napi::Value RebuildSnapshot(const Napi::CallbackInfo& info) {
+    requireIdle(info.Env(), "rebuildSnapshot()");
+    world_->rebuildSnapshot();
+    return info.Env().Undefined();
+  }
+  Napi::Value SnapshotInfo(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const Snapshot& s = world_->snapshot();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("count", Napi::Number::New(env, s.count()));
+    o.Set("outsideRegion", Napi::Number::New(env, s.outsideRegion()));
+    o.Set("denseCells", Napi::Number::New(env, s.denseCells()));
+    o.Set("maxCellOccupancy", Napi::Number::New(env, s.maxCellOccupancy()));
+    return o;
+  }
+  // gather(xRaw, yRaw, walkCap, excludeId) on the current snapshot.
+  Napi::Value Gather(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    requireIdle(env, "gather()");
+    double vx = numberArg(info, 0, "x"), vy = numberArg(info, 1, "y"), cap = numberArg(info, 2, "walkCap");
+    double ex = numberArg(info, 3, "exclude");
+    if (vx != double(int64_t(vx)) || vy != double(int64_t(vy)) || std::abs(vx) > 4e15 || std::abs(vy) > 4e15)
+      throw codedError(env, "ERR_SIGHTLINE_INVALID_POSITION", "x and y must be integer raw coordinates");
+    uint32_t walkCap = cap >= 4294967295.0 || std::isinf(cap) ? UINT32_MAX : uint32_t(std::max(cap, 1.0));
+    uint32_t exclude = ex >= 0 && ex <= 4294967295.0 ? uint32_t(ex) : UINT32_MAX;
+    const Snapshot& s = world_->snapshot();
+    std::vector<Candidate> out(s.count() + 1);
+    const Config& c = world_->config();
+    GatherResult g = gather(s, int64_t(vx), int64_t(vy), c.viewRadiusSq, walkCap, exclude, out.data());
+    Napi::Uint32Array ids = Napi::Uint32Array::New(env, g.count);
+    Napi::Float64Array d2 = Napi::Float64Array::New(env, g.count);
+    for (uint32_t i = 0; i < g.count; ++i) ids[i] = s.ids[out[i].index], d2[i] = double(out[i].d2);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("ids", ids);
+    o.Set("d2", d2);
+    o.Set("examined", Napi::Number::New(env, g.examined));
+    return o;
+  }
+  // The ghost table of a viewer: what its client holds, with last-sent raw positions.
+  Napi::Value Ghosts(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    requireIdle(env, "ghosts()");
+    uint32_t id = idArg(info, 0);
+    const Viewer& v = guarded(env, [&]() -> const Viewer& { return world_->viewer(id); });
+    const GhostTable& g = v.ghosts;
+    uint32_t n = g.size();
+    Napi::Uint32Array ids = Napi::Uint32Array::New(env, n);
+    Napi::Int32Array x = Napi::Int32Array::New(env, n), y = Napi::Int32Array::New(env, n),
+                     z = Napi::Int32Array::New(env, n);
+    Napi::Uint8Array departing = Napi::Uint8Array::New(env, n);
+    for (uint32_t i = 0; i < n; ++i) {
+      ids[i] = g.at(i).id;
+      x[i] = g.positionAt(i).x, y[i] = g.positionAt(i).y, z[i] = g.positionAt(i).z;
+      departing[i] = g.at(i).departing;
+    }
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("ids", ids), o.Set("x", x), o.Set("y", y), o.Set("z", z), o.Set("departing", departing);
+    o.Set("sequence", Napi::Number::New(env, v.sequence));
+    o.Set("passes", Napi::Number::New(env, v.passes));
+    return o;
+  }
+  Napi::Value Info(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("config", configToObject(env, world_->config()));
+    o.Set("capacity", Napi::Number::New(env, world_->entities().capacity()));
+    o.Set("liveCount", Napi::Number::New(env, world_->entities().liveCount()));
+    o.Set("threads", Napi::Number::New(env, pool_->size()));
+    o.Set("tick", Napi::Number::New(env, world_->tick()));
+    o.Set("externalBuffers", Napi::Boolean::New(env, external_));
+    o.Set("running", Napi::Boolean::New(env, running_));
+    return o;
+  }
+
+  std::unique_ptr<World> world_;
+  AddonData* data_ = nullptr;
+  ThreadPool* pool_ = nullptr;
+  unsigned threads_ = 0;
+  bool external_ = false;
+  bool running_ = false;
+  Napi::ObjectReference positions_;
+  Slot out_[2];
+  std::vector<PendingOp> pending_;
+};
+
+void PassWorker::OnOK() {
+  Napi::Env env = Env();
+  data_->end();
+  Napi::Object r = owner_->finishTick(env);
+  deferred_.Resolve(r);
+}
+
+void PassWorker::OnError(const Napi::Error& e) {
+  Napi::Env env = Env();
+  data_->end();
+  owner_->failTick(env);
+  Napi::Error err = codedError(env, code_.empty() ? "ERR_SIGHTLINE_INTERNAL" : code_, e.Message());
+  deferred_.Reject(err.Value());
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  auto* data = new AddonData();
+  env.SetInstanceData<AddonData>(data);
+  napi_add_env_cleanup_hook(env, &AddonData::cleanup, data);
+  exports.Set("NativeWorld", NativeWorld::Init(env));
+  exports.Set("buildConfig", Napi::Function::New<BuildConfig>(env, "buildConfig"));
+  exports.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(sightline, Init)

@@ -1,0 +1,73 @@
+// Packet encoding (docs/wire-format.md). Little-endian, version 1.
+//
+// Header, 16 bytes:
+//   0 u8  version        4 u32 tick            12 u16 despawn count
+//   1 u8  flags (0)      8 u16 ack (reserved)  14 u16 update count
+//   2 u16 sequence      10 u16 ack bits (reserved)
+// Then despawn records (u32 wire id each), then update records (12 bytes: u32 wire id, u64 packed
+// position). The packed position holds x in bits [0, B), y in [B, 2B), z in [2B, 2B + Z) where
+// B = log2(regionRaw) - q and Z = ceil(log2(verticalRaw)) - q, q = config.quantShift (0 at the
+// defaults: lossless). z is offset by verticalRaw/2 and clamped to the vertical extent.
+#pragma once
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+
+#include "config.h"
+
+namespace sightline {
+
+// Little-endian stores: a plain copy on little-endian hosts, byte by byte elsewhere.
+template <typename T>
+inline void putLE(uint8_t* p, T v) {
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(p, &v, sizeof v);
+  } else {
+    for (size_t i = 0; i < sizeof v; ++i) p[i] = uint8_t(v >> (8 * i));
+  }
+}
+inline void putU16(uint8_t* p, uint16_t v) { putLE(p, v); }
+inline void putU32(uint8_t* p, uint32_t v) { putLE(p, v); }
+inline void putU64(uint8_t* p, uint64_t v) { putLE(p, v); }
+
+struct PacketHeader {
+  uint16_t sequence;
+  uint32_t tick;
+  uint16_t despawnCount;
+  uint16_t updateCount;
+};
+
+inline void writeHeader(uint8_t* p, const PacketHeader& h) {
+  p[0] = uint8_t(kProtocolVersion);
+  p[1] = 0;
+  putU16(p + 2, h.sequence);
+  putU32(p + 4, h.tick);
+  putU16(p + 8, 0);
+  putU16(p + 10, 0);
+  putU16(p + 12, h.despawnCount);
+  putU16(p + 14, h.updateCount);
+}
+
+// Packs a raw position already inside the region horizontally (snapshot positions always are).
+struct PositionPacker {
+  explicit PositionPacker(const Config& c)
+      : q(c.quantShift),
+        bits(c.regionShift - c.quantShift),
+        zHalf(c.verticalRaw >> 1),
+        zMax(c.verticalRaw - 1) {}
+  uint64_t pack(int32_t x, int32_t y, int32_t z) const {
+    int64_t zz = std::clamp<int64_t>(int64_t{z} + zHalf, 0, zMax);
+    return (uint64_t(uint32_t(x)) >> q) | ((uint64_t(uint32_t(y)) >> q) << bits) |
+           ((uint64_t(zz) >> q) << (2 * bits));
+  }
+  int q, bits;
+  int64_t zHalf, zMax;
+};
+
+inline void writeUpdate(uint8_t* p, uint32_t id, uint64_t packed) {
+  putU32(p, id);
+  putU64(p + 4, packed);
+}
+
+}  // namespace sightline

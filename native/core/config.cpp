@@ -1,0 +1,213 @@
+#include "config.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "errors.h"
+#include "fixed.h"
+
+namespace sightline {
+
+namespace {
+
+std::string num(double v) {
+  std::ostringstream s;
+  s.precision(17);
+  s << v;
+  return s.str();
+}
+
+void requireFinitePositive(const char* name, double v) {
+  if (!std::isfinite(v))
+    throw CoreError("ERR_SIGHTLINE_CONFIG_NOT_FINITE",
+                    std::string(name) + " must be a finite number, received " + num(v));
+  if (!(v > 0))
+    throw CoreError("ERR_SIGHTLINE_CONFIG_NOT_POSITIVE",
+                    std::string(name) + " must be greater than 0, received " + num(v));
+}
+
+uint32_t requireInteger(const char* name, double v, double lo, double hi) {
+  if (!std::isfinite(v))
+    throw CoreError("ERR_SIGHTLINE_CONFIG_NOT_FINITE",
+                    std::string(name) + " must be a finite number, received " + num(v));
+  if (lo > 0 && !(v > 0))
+    throw CoreError("ERR_SIGHTLINE_CONFIG_NOT_POSITIVE",
+                    std::string(name) + " must be greater than 0, received " + num(v));
+  if (v != std::floor(v))
+    throw CoreError("ERR_SIGHTLINE_CONFIG_NOT_INTEGER",
+                    std::string(name) + " must be an integer, received " + num(v));
+  if (v < lo || v > hi)
+    throw CoreError("ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE", std::string(name) + " must be between " + num(lo) +
+                                                             " and " + num(hi) + ", received " + num(v));
+  return static_cast<uint32_t>(v);
+}
+
+void fnvWord(uint32_t& h, uint32_t word) {
+  for (int i = 0; i < 4; ++i) {
+    h ^= (word >> (8 * i)) & 0xffu;
+    h *= 16777619u;
+  }
+}
+
+}  // namespace
+
+uint32_t protocolHash(int64_t regionRaw, int64_t verticalRaw, int quantShift) {
+  uint32_t h = 2166136261u;
+  fnvWord(h, kProtocolVersion);
+  fnvWord(h, static_cast<uint32_t>(kFracBits));
+  fnvWord(h, static_cast<uint32_t>(regionRaw));
+  fnvWord(h, static_cast<uint32_t>(verticalRaw));
+  fnvWord(h, static_cast<uint32_t>(quantShift));
+  fnvWord(h, kHeaderBytes);
+  fnvWord(h, kRecordBytes);
+  fnvWord(h, kDespawnRecordBytes);
+  return h;
+}
+
+std::array<uint32_t, kBandCount> defaultBandWeights() {
+  std::array<uint32_t, kBandCount> w{};
+  for (int b = 0; b < kBandCount; ++b) {
+    // 2^(31 - b/2), computed exactly with integer shifts and one correctly rounded sqrt(2).
+    double v = std::ldexp(1.0, 31 - b / 2);
+    if (b % 2 == 1) v /= std::sqrt(2.0);
+    uint64_t r = static_cast<uint64_t>(std::llround(v));
+    w[b] = r < 1 ? 1u : static_cast<uint32_t>(r);
+  }
+  return w;
+}
+
+Config buildConfig(const ConfigInput& in) {
+  Config c{};
+  c.input = in;
+
+  requireFinitePositive("regionSize", in.regionSize);
+  requireFinitePositive("verticalExtent", in.verticalExtent);
+  requireFinitePositive("viewRadius", in.viewRadius);
+  requireFinitePositive("maxSpeed", in.maxSpeed);
+  requireFinitePositive("tickHz", in.tickHz);
+
+  // Region: a power of two of whole meters, so a cell index is the top bits of a raw coordinate.
+  if (in.regionSize > kMaxRegionMeters)
+    throw CoreError("ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE",
+                    "regionSize must be at most " + num(kMaxRegionMeters) + " m, received " + num(in.regionSize));
+  if (in.regionSize != std::floor(in.regionSize) || !isPow2(static_cast<uint64_t>(in.regionSize)))
+    throw CoreError("ERR_SIGHTLINE_CONFIG_REGION_NOT_POWER_OF_TWO",
+                    "regionSize must be a power of two in meters (1024, 2048, 4096, ...), received " +
+                        num(in.regionSize));
+  c.regionRaw = static_cast<int64_t>(in.regionSize) * kRawPerMeter;
+  c.regionShift = ilog2(static_cast<uint64_t>(c.regionRaw));
+
+  if (in.verticalExtent > kMaxRegionMeters)
+    throw CoreError("ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE", "verticalExtent must be at most " +
+                                                             num(kMaxRegionMeters) + " m, received " +
+                                                             num(in.verticalExtent));
+  c.verticalRaw = metersToRaw(in.verticalExtent);
+  if (c.verticalRaw < 2)
+    throw CoreError("ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE",
+                    "verticalExtent must be at least 2 raw units (0.002 m), received " + num(in.verticalExtent));
+  c.zBits = ceilLog2(static_cast<uint64_t>(c.verticalRaw));
+
+  c.viewRadiusRaw = metersToRaw(in.viewRadius);
+  if (c.viewRadiusRaw < 1)
+    throw CoreError("ERR_SIGHTLINE_CONFIG_NOT_POSITIVE",
+                    "viewRadius must be at least 1 raw unit (1/1024 m), received " + num(in.viewRadius));
+  if (c.viewRadiusRaw > c.regionRaw)
+    throw CoreError("ERR_SIGHTLINE_CONFIG_RADIUS_EXCEEDS_REGION",
+                    "viewRadius must be at most regionSize (" + num(in.regionSize) + " m), received " +
+                        num(in.viewRadius));
+  c.viewRadiusSq = static_cast<uint64_t>(c.viewRadiusRaw) * static_cast<uint64_t>(c.viewRadiusRaw);
+
+  // Cell: a power of two; by default the largest one <= viewRadius / 2 (so the box is 5 x 5).
+  if (in.cellSize == 0) {
+    int64_t half = c.viewRadiusRaw / 2;
+    c.cellRaw = half < 1 ? 1 : (int64_t{1} << ilog2(static_cast<uint64_t>(half)));
+  } else {
+    requireFinitePositive("cellSize", in.cellSize);
+    double raw = in.cellSize * kRawPerMeter;
+    if (raw != std::floor(raw) || raw > static_cast<double>(c.regionRaw) ||
+        !isPow2(static_cast<uint64_t>(raw)))
+      throw CoreError("ERR_SIGHTLINE_CONFIG_CELL_NOT_POWER_OF_TWO",
+                      "cellSize must be a power of two in meters (..., 64, 128, 256) no larger than regionSize (" +
+                          num(in.regionSize) + " m), received " + num(in.cellSize));
+    c.cellRaw = static_cast<int64_t>(raw);
+  }
+  c.cellShift = ilog2(static_cast<uint64_t>(c.cellRaw));
+  if (c.cellRaw > c.regionRaw) c.cellRaw = c.regionRaw, c.cellShift = c.regionShift;
+  c.cellsPerAxis = static_cast<uint32_t>(c.regionRaw >> c.cellShift);
+  if (c.cellsPerAxis > kMaxCellsPerAxis)
+    throw CoreError("ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE",
+                    "regionSize / cellSize must be at most " + num(kMaxCellsPerAxis) + " cells per axis, received " +
+                        num(c.cellsPerAxis) + " (cell " + num(rawToMeters(c.cellRaw)) + " m)");
+  c.cellCount = c.cellsPerAxis * c.cellsPerAxis;
+  c.cellRadius = static_cast<uint32_t>((c.viewRadiusRaw + c.cellRaw - 1) / c.cellRaw);
+  if (c.cellRadius > kMaxCellRadius)
+    throw CoreError("ERR_SIGHTLINE_CONFIG_CELL_RADIUS_TOO_LARGE",
+                    "viewRadius / cellSize must be at most " + num(kMaxCellRadius) + " cells, received " +
+                        num(c.cellRadius) + " (viewRadius " + num(in.viewRadius) + " m, cell " +
+                        num(rawToMeters(c.cellRaw)) + " m)");
+
+  // An entity may cross at most one cell boundary per axis per tick.
+  c.maxMovePerTickRaw = static_cast<int64_t>(std::ceil(in.maxSpeed * kRawPerMeter / in.tickHz));
+  if (c.maxMovePerTickRaw >= c.cellRaw)
+    throw CoreError("ERR_SIGHTLINE_CONFIG_SPEED_EXCEEDS_CELL_PER_TICK",
+                    "maxSpeed / tickHz must be less than one cell (" + num(rawToMeters(c.cellRaw)) +
+                        " m) per tick, received " + num(in.maxSpeed) + " m/s at " + num(in.tickHz) + " Hz (" +
+                        num(rawToMeters(c.maxMovePerTickRaw)) + " m per tick)");
+
+  c.payloadBytes = requireInteger("payloadBytes", in.payloadBytes, 1, kMaxPayloadBytes);
+  c.eventReserveBytes = requireInteger("eventReserveBytes", in.eventReserveBytes, 0, kMaxPayloadBytes);
+  if (static_cast<uint64_t>(c.payloadBytes) < uint64_t{kHeaderBytes} + c.eventReserveBytes + kRecordBytes)
+    throw CoreError("ERR_SIGHTLINE_CONFIG_PAYLOAD_TOO_SMALL",
+                    "payloadBytes must hold the " + num(kHeaderBytes) + "-byte header, the event reserve (" +
+                        num(c.eventReserveBytes) + ") and one " + num(kRecordBytes) + "-byte record: at least " +
+                        num(kHeaderBytes + c.eventReserveBytes + kRecordBytes) + ", received " + num(c.payloadBytes));
+  c.slotsPerPacket = (c.payloadBytes - kHeaderBytes - c.eventReserveBytes) / kRecordBytes;
+
+  c.walkCap = requireInteger("walkCap", std::isinf(in.walkCap) && in.walkCap > 0 ? 2147483647.0 : in.walkCap, 1,
+                             2147483647.0);
+  c.ghostCap = requireInteger("ghostCap", in.ghostCap, 1, 16384);
+  c.ghostTableCapacity = 2 * c.ghostCap;
+  c.graceTicks = requireInteger("graceTicks", in.graceTicks, 0, 30000);
+  c.denseCellThreshold = requireInteger("denseCellThreshold", in.denseCellThreshold, 1, 1u << 30);
+  c.subGridDivisions = requireInteger("subGridDivisions", in.subGridDivisions, 1, 16);
+  if (!isPow2(c.subGridDivisions) || c.subGridDivisions < 2 ||
+      static_cast<int64_t>(c.subGridDivisions) > c.cellRaw)
+    throw CoreError("ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE",
+                    "subGridDivisions must be 2, 4, 8 or 16 and no more than the cell's raw size, received " +
+                        num(in.subGridDivisions));
+  c.subShift = c.cellShift - ilog2(c.subGridDivisions);
+
+  if (in.newDrift == -1) {
+    c.newDrift = static_cast<uint32_t>(c.viewRadiusRaw);
+  } else {
+    requireFinitePositive("newDrift", in.newDrift);
+    int64_t raw = metersToRaw(in.newDrift);
+    if (raw < 1 || raw > 0xffffffffLL)
+      throw CoreError("ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE",
+                      "newDrift must be between 1/1024 m and 4194303 m, received " + num(in.newDrift));
+    c.newDrift = static_cast<uint32_t>(raw);
+  }
+
+  if (in.bandWeights.empty()) {
+    c.bandWeights = defaultBandWeights();
+  } else {
+    if (in.bandWeights.size() != kBandCount)
+      throw CoreError("ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE", "bandWeights must have exactly " + num(kBandCount) +
+                                                               " entries, received " + num(in.bandWeights.size()));
+    for (int b = 0; b < kBandCount; ++b) {
+      double w = in.bandWeights[b];
+      if (w == 0)
+        throw CoreError("ERR_SIGHTLINE_CONFIG_BAND_WEIGHT_ZERO",
+                        "bandWeights[" + num(b) + "] must be at least 1 (a zero weight would never send that band)");
+      c.bandWeights[b] = requireInteger("bandWeights[i]", w, 1, 4294967295.0);
+    }
+  }
+
+  // Wire position: x and y take (regionShift - q) bits, z takes (zBits - q); the three fit in 64.
+  int excess = 2 * c.regionShift + c.zBits - 64;
+  c.quantShift = excess <= 0 ? 0 : (excess + 2) / 3;
+  c.protocolHash = protocolHash(c.regionRaw, c.verticalRaw, c.quantShift);
+  return c;
+}
+
+}  // namespace sightline

@@ -1,0 +1,82 @@
+// World configuration: authored values (meters, seconds, bytes) and everything derived from them.
+// Mirrors lib/config.ts; both validate the same rules with the same error codes and agree on the
+// protocol hash (tests compare them field by field).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sightline {
+
+constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kHeaderBytes = 16;        // docs/wire-format.md
+constexpr uint32_t kRecordBytes = 12;        // update record: u32 wire id + u64 packed position
+constexpr uint32_t kDespawnRecordBytes = 4;  // despawn record: u32 wire id
+constexpr uint32_t kMaxCellRadius = 8;       // ring order and box are precomputed up to 17 x 17 cells
+constexpr uint32_t kMaxCellsPerAxis = 1024;  // the snapshot clears one counter per cell each tick
+constexpr uint32_t kMaxRegionMeters = 65536; // 2^26 raw: squared distances stay far below 2^63
+constexpr uint32_t kMaxPayloadBytes = 65507; // largest UDP payload over IPv4
+constexpr int kBandCount = 64;               // band = ilog2(squared distance in raw units), 0..63
+
+// Authored values. Units: meters, meters per second, hertz, bytes, ticks.
+struct ConfigInput {
+  double regionSize = 4096;      // m, power of two
+  double verticalExtent = 1024;  // m, z in [-extent/2, extent/2)
+  double viewRadius = 256;       // m
+  double maxSpeed = 40;          // m/s
+  double tickHz = 20;            // Hz
+  double cellSize = 0;           // m; 0 = derive (largest power of two <= viewRadius / 2)
+  double payloadBytes = 1200;    // bytes per packet (QUIC's minimum datagram size; fits a 1500 MTU)
+  double eventReserveBytes = 0;  // bytes held back for events
+  double walkCap = 256;          // candidates examined per viewer before the walk stops
+  double ghostCap = 256;         // nearest candidates eligible for the ghost table
+  double graceTicks = 10;        // a ghost not stamped for this many of its viewer's passes is evicted
+  double denseCellThreshold = 512;  // a cell with at least this many entities gets a sub-grid
+  double subGridDivisions = 8;   // sub-cells per axis in a dense cell (power of two)
+  double newDrift = -1;          // m; drift given to a candidate the client does not hold (-1 = view radius)
+  std::vector<double> bandWeights;  // optional, one per band (64); default 1/d
+};
+
+// Derived, all integers. Raw units unless named otherwise.
+struct Config {
+  ConfigInput input;
+  int64_t regionRaw;
+  int regionShift;
+  int64_t verticalRaw;
+  int zBits;
+  int64_t viewRadiusRaw;
+  uint64_t viewRadiusSq;
+  int64_t cellRaw;
+  int cellShift;
+  uint32_t cellsPerAxis;
+  uint32_t cellCount;
+  uint32_t cellRadius;
+  int64_t maxMovePerTickRaw;
+  uint32_t payloadBytes;
+  uint32_t eventReserveBytes;
+  uint32_t slotsPerPacket;
+  uint32_t walkCap;
+  uint32_t ghostCap;
+  uint32_t ghostTableCapacity;  // 2 x ghostCap: eligible ghosts plus those inside the grace window
+  uint32_t graceTicks;
+  uint32_t denseCellThreshold;
+  uint32_t subGridDivisions;
+  int subShift;                 // log2 of the sub-cell size in raw units
+  uint32_t newDrift;            // raw units
+  int quantShift;               // low bits dropped from each coordinate on the wire (0 at defaults)
+  std::array<uint32_t, kBandCount> bandWeights;
+  uint32_t protocolHash;
+};
+
+// Validates and derives. Throws CoreError with an ERR_SIGHTLINE_CONFIG_* code.
+Config buildConfig(const ConfigInput& input);
+
+// FNV-1a 32-bit over the little-endian u32 words of every field that affects decoding.
+uint32_t protocolHash(int64_t regionRaw, int64_t verticalRaw, int quantShift);
+
+// Default band weights: 1/d, halving per doubling of distance. band b covers squared distances
+// [2^b, 2^(b+1)) raw^2, i.e. distances near 2^(b/2) raw, so weight = round(2^31 / 2^(b/2)), at least 1.
+std::array<uint32_t, kBandCount> defaultBandWeights();
+
+}  // namespace sightline

@@ -1,0 +1,97 @@
+#include "entities.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "errors.h"
+
+namespace sightline {
+
+EntityStore::EntityStore(uint32_t capacity)
+    : capacity_(capacity),
+      owned_(new int32_t[size_t{3} * capacity]()),
+      x_(owned_.get()),
+      y_(owned_.get() + capacity),
+      z_(owned_.get() + size_t{2} * capacity),
+      prev_(size_t{3} * capacity),
+      odometer_(capacity),
+      generation_(capacity),
+      alive_(capacity),
+      fresh_(capacity),
+      freeRing_(capacity) {
+  if (capacity == 0 || capacity > kMaxCapacity)
+    throw CoreError("ERR_SIGHTLINE_INVALID_CAPACITY", "capacity must be between 1 and " +
+                                                          std::to_string(kMaxCapacity) + ", received " +
+                                                          std::to_string(capacity));
+}
+
+void EntityStore::useMemory(int32_t* x, int32_t* y, int32_t* z) {
+  for (uint32_t i = 0; i < capacity_; ++i) x[i] = x_[i], y[i] = y_[i], z[i] = z_[i];
+  x_ = x, y_ = y, z_ = z;
+  owned_.reset();
+}
+
+uint32_t EntityStore::spawn(int32_t x, int32_t y, int32_t z) {
+  uint32_t slot;
+  if (freeCount_ > 0) {
+    slot = freeRing_[freeHead_];
+    freeHead_ = (freeHead_ + 1) % capacity_;
+    --freeCount_;
+  } else if (highWater_ < capacity_) {
+    slot = highWater_++;
+  } else {
+    throw CoreError("ERR_SIGHTLINE_WORLD_FULL",
+                    "cannot spawn: all " + std::to_string(capacity_) + " entity slots are live (raise capacity)");
+  }
+  x_[slot] = x, y_[slot] = y, z_[slot] = z;
+  alive_[slot] = 1;
+  fresh_[slot] = 1;
+  odometer_[slot] = 0;
+  ++liveCount_;
+  return makeId(slot, generation_[slot]);
+}
+
+uint32_t EntityStore::checkedSlot(uint32_t id) const {
+  uint32_t slot = slotOfId(id);
+  if (slot >= highWater_)
+    throw CoreError("ERR_SIGHTLINE_INVALID_ENTITY", "entity id " + std::to_string(id) + " was never spawned");
+  if (!alive_[slot] || generation_[slot] != generationOfId(id))
+    throw CoreError("ERR_SIGHTLINE_STALE_ENTITY", "entity id " + std::to_string(id) +
+                                                      " is stale: it was despawned (slot " + std::to_string(slot) +
+                                                      " now answers to " +
+                                                      (alive_[slot] ? std::to_string(idOfSlot(slot)) : "no id") + ")");
+  return slot;
+}
+
+bool EntityStore::isLive(uint32_t id) const {
+  uint32_t slot = slotOfId(id);
+  return slot < highWater_ && alive_[slot] && generation_[slot] == generationOfId(id);
+}
+
+void EntityStore::despawn(uint32_t id) {
+  uint32_t slot = checkedSlot(id);
+  alive_[slot] = 0;
+  generation_[slot] = static_cast<uint16_t>((generation_[slot] + 1) & kGenerationMask);
+  freeRing_[(freeHead_ + freeCount_) % capacity_] = slot;
+  ++freeCount_;
+  --liveCount_;
+}
+
+void EntityStore::advanceOdometer() {
+  int32_t* prev = prev_.data();
+  for (uint32_t s = 0; s < highWater_; ++s) {
+    if (!alive_[s]) continue;
+    int32_t* p = prev + size_t{3} * s;
+    if (fresh_[s]) {
+      fresh_[s] = 0;
+    } else {
+      uint64_t d = static_cast<uint64_t>(std::llabs(int64_t{x_[s]} - p[0])) +
+                   static_cast<uint64_t>(std::llabs(int64_t{y_[s]} - p[1])) +
+                   static_cast<uint64_t>(std::llabs(int64_t{z_[s]} - p[2]));
+      odometer_[s] += static_cast<uint32_t>(d);  // wraps by design: drift is a wrapping difference
+    }
+    p[0] = x_[s], p[1] = y_[s], p[2] = z_[s];
+  }
+}
+
+}  // namespace sightline

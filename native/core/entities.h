@@ -1,0 +1,72 @@
+// Entity storage: struct of arrays indexed by slot. Positions are raw fixed point (Int32, 1 m = 1024)
+// and are written in place by the game through typed-array views; everything else is engine-owned.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace sightline {
+
+// EntityId = slot | generation << kSlotBits. A reused slot gets the next generation, so a stale id
+// never answers for the new occupant (until the 12-bit generation wraps after 4,096 reuses of one slot).
+constexpr int kSlotBits = 20;
+constexpr uint32_t kMaxCapacity = 1u << kSlotBits;
+constexpr uint32_t kSlotMask = kMaxCapacity - 1;
+constexpr uint32_t kGenerationMask = 0xfffu;
+
+inline uint32_t slotOfId(uint32_t id) { return id & kSlotMask; }
+inline uint32_t generationOfId(uint32_t id) { return id >> kSlotBits; }
+inline uint32_t makeId(uint32_t slot, uint32_t gen) { return slot | ((gen & kGenerationMask) << kSlotBits); }
+
+class EntityStore {
+ public:
+  explicit EntityStore(uint32_t capacity);
+
+  // Positions default to engine-owned memory. useMemory() points them at memory owned elsewhere
+  // (the addon's fallback when the runtime refuses external ArrayBuffers); the caller keeps it alive.
+  void useMemory(int32_t* x, int32_t* y, int32_t* z);
+
+  uint32_t capacity() const { return capacity_; }
+  uint32_t liveCount() const { return liveCount_; }
+  uint32_t highWater() const { return highWater_; }  // slots [0, highWater) have been used
+
+  // Throws ERR_SIGHTLINE_WORLD_FULL when every slot is live.
+  uint32_t spawn(int32_t x, int32_t y, int32_t z);
+  // Throws ERR_SIGHTLINE_STALE_ENTITY / ERR_SIGHTLINE_INVALID_ENTITY; changes nothing then.
+  void despawn(uint32_t id);
+  // The slot of a live id; throws like despawn.
+  uint32_t checkedSlot(uint32_t id) const;
+  bool isLive(uint32_t id) const;
+
+  // Odometer: each live slot adds |dx|+|dy|+|dz| (raw) since the previous tick, wrapping at 2^32.
+  // A slot's first tick after spawning adds 0.
+  void advanceOdometer();
+
+  int32_t* x() { return x_; }
+  int32_t* y() { return y_; }
+  int32_t* z() { return z_; }
+  const int32_t* x() const { return x_; }
+  const int32_t* y() const { return y_; }
+  const int32_t* z() const { return z_; }
+  const uint32_t* odometer() const { return odometer_.data(); }
+  const uint8_t* alive() const { return alive_.data(); }
+  uint32_t idOfSlot(uint32_t slot) const { return makeId(slot, generation_[slot]); }
+
+ private:
+  uint32_t capacity_;
+  std::unique_ptr<int32_t[]> owned_;
+  int32_t* x_;
+  int32_t* y_;
+  int32_t* z_;
+  std::vector<int32_t> prev_;  // previous tick's x, y, z interleaved (3 per slot)
+  std::vector<uint32_t> odometer_;
+  std::vector<uint16_t> generation_;
+  std::vector<uint8_t> alive_;
+  std::vector<uint8_t> fresh_;
+  std::vector<uint32_t> freeRing_;  // FIFO of freed slots: reuse is delayed as long as possible
+  uint32_t freeHead_ = 0, freeCount_ = 0;
+  uint32_t highWater_ = 0;
+  uint32_t liveCount_ = 0;
+};
+
+}  // namespace sightline

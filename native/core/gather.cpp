@@ -1,0 +1,76 @@
+#include "gather.h"
+
+#include <algorithm>
+
+#include "subscription.h"
+
+namespace sightline {
+
+namespace {
+
+inline uint32_t scanRange(const Snapshot& snap, uint32_t b, uint32_t e, int64_t vx, int64_t vy, uint64_t r2,
+                          uint32_t exclude, Candidate* out, uint32_t n) {
+  const int32_t* xs = snap.x.data();
+  const int32_t* ys = snap.y.data();
+  const uint32_t* ids = snap.ids.data();
+  for (uint32_t i = b; i < e; ++i) {
+    int64_t dx = xs[i] - vx, dy = ys[i] - vy;
+    uint64_t d2 = static_cast<uint64_t>(dx * dx) + static_cast<uint64_t>(dy * dy);
+    // Branch-free append: always write, advance only when in range and not excluded.
+    out[n].index = i;
+    out[n].order = n;
+    out[n].d2 = d2;
+    n += static_cast<uint32_t>((d2 <= r2) & (ids[i] != exclude));
+  }
+  return n;
+}
+
+}  // namespace
+
+GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t r2, uint32_t walkCap, uint32_t exclude,
+                    Candidate* out) {
+  const Config& c = snap.config();
+  const Grid& g = snap.grid();
+  int64_t vcx = cellOf(vx, c.cellShift), vcy = cellOf(vy, c.cellShift);
+  Subscription box = subscriptionBox(vcx, vcy, c.cellRadius, c.cellsPerAxis);
+  GatherResult r{0, 0};
+  if (box.empty()) return r;
+  const uint32_t S = g.S, SS = S * S;
+  const size_t rings = g.ringDx.size();
+  uint32_t n = 0, examined = 0;
+  // `out` has room for snap.count() + 1 entries: the branch-free append writes one past the end.
+  for (size_t k = 0; k < rings; ++k) {
+    if (n >= walkCap) break;
+    int64_t cx = vcx + g.ringDx[k], cy = vcy + g.ringDy[k];
+    if (!box.contains(int32_t(std::clamp<int64_t>(cx, -1, c.cellsPerAxis)),
+                      int32_t(std::clamp<int64_t>(cy, -1, c.cellsPerAxis))))
+      continue;
+    uint32_t cell = uint32_t(cy) * c.cellsPerAxis + uint32_t(cx);
+    uint32_t b = snap.cellStart[cell], e = snap.cellStart[cell + 1];
+    if (b == e) continue;
+    int32_t di = snap.denseIndex[cell];
+    if (di < 0) {
+      n = scanRange(snap, b, e, vx, vy, r2, exclude, out, n);
+      examined += e - b;
+      continue;
+    }
+    // Dense cell: visit sub-cells nearest first from the viewer's (clamped) sub-cell.
+    const uint32_t* ss = snap.subStart.data() + size_t(di) * (SS + 1);
+    int64_t ox = cx << c.cellShift, oy = cy << c.cellShift;
+    int64_t qx = std::clamp<int64_t>((vx - ox) >> c.subShift, 0, S - 1);
+    int64_t qy = std::clamp<int64_t>((vy - oy) >> c.subShift, 0, S - 1);
+    const uint8_t* order = g.subOrder.data() + size_t(qy * S + qx) * SS;
+    for (uint32_t j = 0; j < SS; ++j) {
+      if (n >= walkCap) break;
+      uint32_t sc = order[j];
+      uint32_t sb = ss[sc], se = ss[sc + 1];
+      n = scanRange(snap, sb, se, vx, vy, r2, exclude, out, n);
+      examined += se - sb;
+    }
+  }
+  r.count = n;
+  r.examined = examined;
+  return r;
+}
+
+}  // namespace sightline

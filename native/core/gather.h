@@ -1,0 +1,29 @@
+// Capped gather: from a viewer's position, walk its subscription box nearest cells first (sub-cells
+// nearest first in dense cells), keep entities within the horizontal view radius (2D squared
+// distance, inclusive), and stop once the candidate count reaches the walk cap. The cap is checked
+// at cell and sub-cell boundaries, so the result may overshoot by one cell's or one sub-cell's
+// occupants; within a visited cell every entity in range is kept.
+#pragma once
+#include <cstdint>
+
+#include "snapshot.h"
+
+namespace sightline {
+
+struct Candidate {
+  uint32_t index;  // position in the snapshot arrays
+  uint32_t order;  // position in gather order (nearest cells first): the tie-break
+  uint64_t d2;     // squared horizontal distance to the viewer, raw^2
+};
+
+struct GatherResult {
+  uint32_t count;     // candidates written
+  uint32_t examined;  // entities whose distance was computed
+};
+
+// `out` must hold snapshot.count() candidates. `exclude` is an entity id left out (the avatar), or
+// UINT32_MAX. Works for any viewer position, inside the region or not.
+GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t radiusSq, uint32_t walkCap,
+                    uint32_t exclude, Candidate* out);
+
+}  // namespace sightline

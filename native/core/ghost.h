@@ -1,0 +1,89 @@
+// Ghost table: one per viewer, the server's record of what that viewer's client holds (its ghosts).
+// Entries live in a dense array (iteration, eviction) with an open-addressing index by entity id
+// (linear probing, backward-shift deletion: no tombstones, deterministic). Fixed capacity, sized
+// when the viewer is added: the pass never allocates.
+//
+// Entry states:
+//  - live: the client holds it; `mark` is the odometer total when it was last sent.
+//  - departing: evicted (not stamped within the grace window); queued as a despawn record. The
+//    client still holds it until that record is written. If it becomes eligible again first, it is
+//    revived: no despawn, no respawn.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace sightline {
+
+struct GhostEntry {
+  uint32_t id;
+  uint32_t mark;    // odometer total at last send (raw units, wrapping)
+  uint32_t stamp;   // viewer pass number when last eligible (or sent)
+  uint8_t departing;
+  uint8_t queued;   // present in the despawn queue
+  uint16_t pad;
+};
+
+struct GhostPosition { int32_t x, y, z; };  // last position sent (raw), read by tools and tests
+
+class GhostTable {
+ public:
+  explicit GhostTable(uint32_t capacity);
+
+  uint32_t size() const { return size_; }
+  uint32_t capacity() const { return capacity_; }
+  bool full() const { return size_ >= capacity_; }
+
+  // Asks the cache for the index and the live entries (issued a viewer ahead of its pass).
+  void prefetch() const {
+    const char* a = reinterpret_cast<const char*>(index_.data());
+    for (std::size_t off = 0; off < index_.size() * sizeof(uint16_t); off += 64) __builtin_prefetch(a + off);
+    const char* b = reinterpret_cast<const char*>(entries_.data());
+    for (std::size_t off = 0; off < std::size_t(size_) * sizeof(GhostEntry); off += 64) __builtin_prefetch(b + off);
+  }
+
+  // Index of the entry for id, or -1.
+  int32_t find(uint32_t id) const {
+    uint32_t h = hash(id);
+    for (;;) {
+      uint16_t v = index_[h];
+      if (v == kEmpty) return -1;
+      if (entries_[v].id == id) return v;
+      h = (h + 1) & indexMask_;
+    }
+  }
+  // Inserts a live entry; the caller checks full() first. Returns its index.
+  uint32_t insert(uint32_t id, uint32_t mark, uint32_t stamp);
+  // Removes entry i (swap with last). Indices of other entries may change: returns the index the
+  // last entry moved from (== size() after removal), so callers holding that index can follow it.
+  void remove(uint32_t i);
+
+  GhostEntry& at(uint32_t i) { return entries_[i]; }
+  const GhostEntry& at(uint32_t i) const { return entries_[i]; }
+  GhostPosition& positionAt(uint32_t i) { return positions_[i]; }
+  const GhostPosition& positionAt(uint32_t i) const { return positions_[i]; }
+
+  // Despawn queue (FIFO of entity ids), bounded by capacity because an entry is queued at most once.
+  uint32_t queueSize() const { return qCount_; }
+  void enqueue(uint32_t id) { queue_[(qHead_ + qCount_++) % capacity_] = id; }
+  uint32_t queueFront() const { return queue_[qHead_]; }
+  void dequeue() { qHead_ = (qHead_ + 1) % capacity_, --qCount_; }
+  // Moves the front to the back (a despawn that did not fit this packet keeps its order).
+  void requeueFront() { uint32_t id = queueFront(); dequeue(); enqueue(id); }
+
+ private:
+  static constexpr uint16_t kEmpty = 0xffff;
+  uint32_t hash(uint32_t id) const { return (id * 0x9E3779B1u) >> hashShift_; }
+
+  uint32_t capacity_;
+  uint32_t size_ = 0;
+  uint32_t indexMask_;
+  int hashShift_;
+  std::vector<GhostEntry> entries_;
+  std::vector<GhostPosition> positions_;
+  std::vector<uint16_t> index_;
+  std::vector<uint32_t> queue_;
+  uint32_t qHead_ = 0, qCount_ = 0;
+};
+
+}  // namespace sightline

@@ -1,0 +1,142 @@
+#include "snapshot.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "subscription.h"
+
+namespace sightline {
+
+Grid::Grid(const Config& c) : S(c.subGridDivisions) {
+  int R = static_cast<int>(c.cellRadius);
+  struct Off { int dx, dy; };
+  std::vector<Off> offs;
+  for (int dy = -R; dy <= R; ++dy)
+    for (int dx = -R; dx <= R; ++dx) offs.push_back({dx, dy});
+  std::stable_sort(offs.begin(), offs.end(), [](const Off& a, const Off& b) {
+    int da = a.dx * a.dx + a.dy * a.dy, db = b.dx * b.dx + b.dy * b.dy;
+    if (da != db) return da < db;
+    if (a.dy != b.dy) return a.dy < b.dy;
+    return a.dx < b.dx;
+  });
+  for (const Off& o : offs) ringDx.push_back(int8_t(o.dx)), ringDy.push_back(int8_t(o.dy));
+
+  uint32_t n = S * S;
+  subOrder.resize(size_t{n} * n);
+  std::vector<uint32_t> order(n);
+  for (uint32_t sy = 0; sy < S; ++sy)
+    for (uint32_t sx = 0; sx < S; ++sx) {
+      std::iota(order.begin(), order.end(), 0u);
+      auto d = [&](uint32_t k) {
+        int dx = int(k % S) - int(sx), dy = int(k / S) - int(sy);
+        return dx * dx + dy * dy;
+      };
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return d(a) < d(b); });
+      for (uint32_t k = 0; k < n; ++k) subOrder[size_t{sy * S + sx} * n + k] = uint8_t(order[k]);
+    }
+}
+
+Snapshot::Snapshot(const Config& c)
+    : cellStart(c.cellCount + 1), denseIndex(c.cellCount, -1), config_(&c), grid_(c), cursor_(c.cellCount) {}
+
+void Snapshot::build(const EntityStore& store) {
+  const Config& c = *config_;
+  const uint32_t hw = store.highWater();
+  const int32_t *sx = store.x(), *sy = store.y(), *sz = store.z();
+  const uint8_t* alive = store.alive();
+  const uint32_t* odometer = store.odometer();
+  const int64_t region = c.regionRaw;
+  const int shift = c.cellShift;
+  const uint32_t cpa = c.cellsPerAxis;
+
+  if (slotCell_.size() < hw) slotCell_.resize(store.capacity());
+  std::fill(cursor_.begin(), cursor_.end(), 0u);
+
+  // Pass 1: cell of each live slot, counts per cell.
+  uint32_t outside = 0, n = 0;
+  for (uint32_t s = 0; s < hw; ++s) {
+    if (!alive[s]) { slotCell_[s] = UINT32_MAX; continue; }
+    int32_t px = sx[s], py = sy[s];
+    if (px < 0 || py < 0 || px >= region || py >= region) {
+      slotCell_[s] = UINT32_MAX;
+      ++outside;
+      continue;
+    }
+    uint32_t cell = uint32_t(py >> shift) * cpa + uint32_t(px >> shift);
+    slotCell_[s] = cell;
+    ++cursor_[cell];
+    ++n;
+  }
+  count_ = n;
+  outsideRegion_ = outside;
+  if (ids.size() < n) {
+    size_t cap = std::max<size_t>(n, store.capacity());
+    ids.resize(cap), x.resize(cap), y.resize(cap), z.resize(cap), odo.resize(cap);
+  }
+
+  // Prefix sum into cellStart; cursor_ becomes the write position.
+  uint32_t acc = 0, maxOcc = 0;
+  for (uint32_t cell = 0; cell < c.cellCount; ++cell) {
+    uint32_t k = cursor_[cell];
+    maxOcc = std::max(maxOcc, k);
+    cellStart[cell] = acc;
+    cursor_[cell] = acc;
+    acc += k;
+  }
+  cellStart[c.cellCount] = acc;
+  maxCellOccupancy_ = maxOcc;
+
+  // Pass 2: scatter in slot order (stable).
+  for (uint32_t s = 0; s < hw; ++s) {
+    uint32_t cell = slotCell_[s];
+    if (cell == UINT32_MAX) continue;
+    uint32_t at = cursor_[cell]++;
+    ids[at] = store.idOfSlot(s);
+    x[at] = sx[s], y[at] = sy[s], z[at] = sz[s];
+    odo[at] = odometer[s];
+  }
+
+  // Dense cells: counting sort by sub-cell inside the cell's range.
+  const uint32_t S = c.subGridDivisions, SS = S * S;
+  const int subShift = c.subShift;
+  const int32_t cellMask = int32_t(c.cellRaw - 1);
+  uint32_t dense = 0;
+  if (maxOcc >= c.denseCellThreshold) {
+    for (uint32_t cell = 0; cell < c.cellCount; ++cell) {
+      uint32_t b = cellStart[cell], e = cellStart[cell + 1];
+      if (e - b < c.denseCellThreshold) { denseIndex[cell] = -1; continue; }
+      denseIndex[cell] = int32_t(dense);
+      size_t base = size_t{dense} * (SS + 1);
+      if (subStart.size() < base + SS + 1) subStart.resize(base + SS + 1);
+      uint32_t* ss = subStart.data() + base;
+      std::fill(ss, ss + SS + 1, 0u);
+      uint32_t m = e - b;
+      if (tmpIds_.size() < m) tmpIds_.resize(m), tmpOdo_.resize(m), tmpX_.resize(m), tmpY_.resize(m), tmpZ_.resize(m);
+      for (uint32_t i = b; i < e; ++i) {
+        uint32_t k = uint32_t((y[i] & cellMask) >> subShift) * S + uint32_t((x[i] & cellMask) >> subShift);
+        ++ss[k + 1];
+      }
+      ss[0] = b;
+      for (uint32_t k = 1; k <= SS; ++k) ss[k] += ss[k - 1];
+      // ss[k] is now the start of sub-cell k; scatter through a copy.
+      std::copy(ids.begin() + b, ids.begin() + e, tmpIds_.begin());
+      std::copy(x.begin() + b, x.begin() + e, tmpX_.begin());
+      std::copy(y.begin() + b, y.begin() + e, tmpY_.begin());
+      std::copy(z.begin() + b, z.begin() + e, tmpZ_.begin());
+      std::copy(odo.begin() + b, odo.begin() + e, tmpOdo_.begin());
+      uint32_t wr[256];
+      std::copy(ss, ss + SS, wr);
+      for (uint32_t i = 0; i < m; ++i) {
+        uint32_t k = uint32_t((tmpY_[i] & cellMask) >> subShift) * S + uint32_t((tmpX_[i] & cellMask) >> subShift);
+        uint32_t at = wr[k]++;
+        ids[at] = tmpIds_[i], x[at] = tmpX_[i], y[at] = tmpY_[i], z[at] = tmpZ_[i], odo[at] = tmpOdo_[i];
+      }
+      ++dense;
+    }
+  } else if (denseCells_ > 0) {
+    std::fill(denseIndex.begin(), denseIndex.end(), -1);
+  }
+  denseCells_ = dense;
+}
+
+}  // namespace sightline

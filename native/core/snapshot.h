@@ -1,0 +1,63 @@
+// Cell snapshot, rebuilt once per tick: live entities inside the region counting-sorted into cell
+// order as struct of arrays (ids, x, y, z, odometer) with cell offsets. A cell holding at least
+// denseCellThreshold entities is sorted again into an S x S sub-grid inside its own range.
+// After the build the pass reads only the snapshot, so the game may move entities meanwhile.
+//
+// Entities outside the region (x or y < 0 or >= regionSize) are left out of the snapshot and
+// counted in `outsideRegion`: nobody can see them until they come back. z is not clipped here;
+// the wire clamps it to the vertical extent.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "config.h"
+#include "entities.h"
+
+namespace sightline {
+
+// Geometry shared by every viewer: nearest-first cell ring order and sub-cell visit orders.
+struct Grid {
+  explicit Grid(const Config& c);
+  // Offsets (dx, dy) within [-R, R]^2, ordered by dx^2 + dy^2, then dy, then dx.
+  std::vector<int8_t> ringDx, ringDy;
+  // subOrder[(sy * S + sx) * S*S + k] = k-th nearest sub-cell index from sub-cell (sx, sy).
+  std::vector<uint8_t> subOrder;
+  uint32_t S;
+};
+
+class Snapshot {
+ public:
+  explicit Snapshot(const Config& c);
+  void build(const EntityStore& store);
+
+  uint32_t count() const { return count_; }
+  uint32_t outsideRegion() const { return outsideRegion_; }
+  uint32_t denseCells() const { return denseCells_; }
+  uint32_t maxCellOccupancy() const { return maxCellOccupancy_; }
+
+  const Config& config() const { return *config_; }
+  const Grid& grid() const { return grid_; }
+
+  // Entities of cell c are [cellStart[c], cellStart[c+1]).
+  std::vector<uint32_t> cellStart;
+  // Per cell: -1, or the index of its sub-grid block in subStart (S*S+1 absolute offsets per block).
+  std::vector<int32_t> denseIndex;
+  std::vector<uint32_t> subStart;
+  std::vector<uint32_t> ids;
+  std::vector<int32_t> x, y, z;
+  std::vector<uint32_t> odo;
+
+ private:
+  const Config* config_;
+  Grid grid_;
+  uint32_t count_ = 0;
+  uint32_t outsideRegion_ = 0;
+  uint32_t denseCells_ = 0;
+  uint32_t maxCellOccupancy_ = 0;
+  std::vector<uint32_t> slotCell_;  // scratch: cell of each slot this tick, or UINT32_MAX
+  std::vector<uint32_t> cursor_;    // scratch: write cursor per cell / sub-cell
+  std::vector<uint32_t> tmpIds_, tmpOdo_;
+  std::vector<int32_t> tmpX_, tmpY_, tmpZ_;
+};
+
+}  // namespace sightline

@@ -1,0 +1,89 @@
+#include "thread_pool.h"
+
+#include <algorithm>
+
+namespace sightline {
+
+unsigned resolveThreadCount(unsigned requested, unsigned detected) {
+  if (requested == 0) return detected == 0 ? 1u : std::min(detected, 256u);
+  return std::min(requested, 256u);
+}
+
+ThreadPool::ThreadPool(unsigned threads) {
+  unsigned n = resolveThreadCount(threads, std::thread::hardware_concurrency());
+  for (unsigned w = 1; w < n; ++w) workers_.emplace_back([this, w] { workerLoop(w); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::runChunks(unsigned worker) {
+  for (;;) {
+    uint32_t begin = cursor_.fetch_add(grain_, std::memory_order_relaxed);
+    if (begin >= count_ || failed_.load(std::memory_order_relaxed)) return;
+    uint32_t end = std::min(count_, begin + grain_);
+    try {
+      (*body_)(begin, end, worker);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(m_);
+      if (!failed_.exchange(true)) error_ = std::current_exception();
+    }
+  }
+}
+
+void ThreadPool::workerLoop(unsigned worker) {
+  uint64_t seen = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(m_);
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+    }
+    runChunks(worker);
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      if (--active_ == 0) done_.notify_one();
+    }
+  }
+}
+
+void ThreadPool::parallelFor(uint32_t count, uint32_t grain, const Body& fn) {
+  if (count == 0) return;
+  grain = std::max(grain, 1u);
+  std::lock_guard<std::mutex> serial(dispatch_);
+  if (workers_.empty() || count <= grain) {
+    fn(0, count, 0);  // inline: exceptions propagate directly
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    body_ = &fn;
+    count_ = count;
+    grain_ = grain;
+    cursor_.store(0, std::memory_order_relaxed);
+    failed_.store(false);
+    error_ = nullptr;
+    active_ = static_cast<unsigned>(workers_.size());
+    ++generation_;
+  }
+  wake_.notify_all();
+  runChunks(0);
+  std::exception_ptr err;
+  {
+    std::unique_lock<std::mutex> lock(m_);
+    done_.wait(lock, [&] { return active_ == 0; });
+    body_ = nullptr;
+    err = error_;
+    error_ = nullptr;
+  }
+  if (err) std::rethrow_exception(err);
+}
+
+}  // namespace sightline

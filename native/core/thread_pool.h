@@ -1,0 +1,53 @@
+// Persistent thread pool for data-parallel loops. Workers sleep on a condition variable while idle;
+// parallelFor(count, grain, fn) splits [0, count) into chunks of `grain` claimed through an atomic
+// cursor; the calling thread participates and the call returns when every chunk is done. The first
+// exception thrown by any chunk is rethrown on the caller; the pool stays usable afterwards.
+// ThreadPool(1) has no workers and runs inline. parallelFor calls on one pool are serialized.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace sightline {
+
+// 0 = hardware concurrency (at least 1); anything else is used as given (capped at 256).
+unsigned resolveThreadCount(unsigned requested, unsigned detected);
+
+class ThreadPool {
+ public:
+  // fn(begin, end, worker): worker in [0, size()) identifies per-worker scratch; 0 is the caller.
+  using Body = std::function<void(uint32_t begin, uint32_t end, unsigned worker)>;
+
+  explicit ThreadPool(unsigned threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  unsigned size() const { return static_cast<unsigned>(workers_.size()) + 1; }
+  void parallelFor(uint32_t count, uint32_t grain, const Body& fn);
+
+ private:
+  void workerLoop(unsigned worker);
+  void runChunks(unsigned worker);
+
+  std::vector<std::thread> workers_;
+  std::mutex dispatch_;  // one parallelFor at a time
+  std::mutex m_;
+  std::condition_variable wake_, done_;
+  uint64_t generation_ = 0;
+  unsigned active_ = 0;
+  bool stop_ = false;
+
+  const Body* body_ = nullptr;
+  uint32_t count_ = 0, grain_ = 1;
+  alignas(64) std::atomic<uint32_t> cursor_{0};
+  alignas(64) std::exception_ptr error_;
+  std::atomic<bool> failed_{false};
+};
+
+}  // namespace sightline

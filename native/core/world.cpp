@@ -1,0 +1,127 @@
+#include "world.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "budget.h"
+#include "codec.h"
+#include "errors.h"
+
+namespace sightline {
+
+namespace {
+double microsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+void TickStats::add(const TickStats& o) {
+  served += o.served, skippedNotDue += o.skippedNotDue, skippedAvatarGone += o.skippedAvatarGone;
+  skippedOutsideRegion += o.skippedOutsideRegion, candidates += o.candidates, examined += o.examined;
+  eligible += o.eligible, records += o.records, newGhosts += o.newGhosts, despawns += o.despawns;
+  bytes += o.bytes, ghostTableFull += o.ghostTableFull, subscriptionChanges += o.subscriptionChanges;
+}
+
+World::World(const Config& config, uint32_t capacity)
+    : config_(config), store_(capacity), snapshot_(config_), packer_(config_) {}
+
+void World::addViewer(uint32_t avatarId, ViewerOptions opts) {
+  store_.checkedSlot(avatarId);
+  if (viewerIndex_.count(avatarId))
+    throw CoreError("ERR_SIGHTLINE_VIEWER_EXISTS",
+                    "entity " + std::to_string(avatarId) + " is already a viewer (one viewer per avatar)");
+  uint32_t payload = opts.payloadBytes == 0 ? config_.payloadBytes : opts.payloadBytes;
+  if (payload < kHeaderBytes + config_.eventReserveBytes + kRecordBytes || payload > kMaxPayloadBytes)
+    throw CoreError("ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
+                    "payloadBytes must be between " + std::to_string(kHeaderBytes + config_.eventReserveBytes + kRecordBytes) +
+                        " and " + std::to_string(kMaxPayloadBytes) + ", received " + std::to_string(payload));
+  if (opts.sendPeriod < 1 || opts.sendPeriod > 65535)
+    throw CoreError("ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
+                    "sendPeriod must be between 1 and 65535 ticks, received " + std::to_string(opts.sendPeriod));
+  uint32_t phase = phaseCounter_++ % opts.sendPeriod;
+  viewers_.push_back(std::make_unique<Viewer>(avatarId, payload, opts.sendPeriod, phase, config_.ghostTableCapacity));
+  viewerIndex_[avatarId] = viewers_.size() - 1;
+}
+
+void World::removeViewer(uint32_t avatarId) {
+  auto it = viewerIndex_.find(avatarId);
+  if (it == viewerIndex_.end())
+    throw CoreError("ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(avatarId) + " is not a viewer");
+  size_t i = it->second;
+  viewerIndex_.erase(it);
+  viewers_.erase(viewers_.begin() + static_cast<std::ptrdiff_t>(i));
+  for (size_t k = i; k < viewers_.size(); ++k) viewerIndex_[viewers_[k]->avatarId] = k;
+}
+
+const Viewer& World::viewer(uint32_t avatarId) const {
+  auto it = viewerIndex_.find(avatarId);
+  if (it == viewerIndex_.end())
+    throw CoreError("ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(avatarId) + " is not a viewer");
+  return *viewers_[it->second];
+}
+
+void World::prepareTick() {
+  auto t0 = std::chrono::steady_clock::now();
+  ++tick_;
+  store_.advanceOdometer();
+  odometerMicros = microsSince(t0);
+  auto t1 = std::chrono::steady_clock::now();
+  snapshot_.build(store_);
+  snapshotMicros = microsSince(t1);
+
+  // Skip checks and the output layout: each viewer owns a fixed slice of payloadBytes.
+  size_t offset = 0;
+  const int32_t *xs = store_.x(), *ys = store_.y();
+  for (auto& vp : viewers_) {
+    Viewer& v = *vp;
+    v.outOffset = offset;
+    v.outLength = 0;
+    offset += v.payloadBytes;
+    if ((tick_ + v.phase) % v.sendPeriod != 0) { v.status = ViewerStatus::NotDue; continue; }
+    if (!store_.isLive(v.avatarId)) { v.status = ViewerStatus::AvatarGone; continue; }
+    uint32_t slot = slotOfId(v.avatarId);
+    int32_t x = xs[slot], y = ys[slot];
+    if (x < 0 || y < 0 || x >= config_.regionRaw || y >= config_.regionRaw) {
+      v.status = ViewerStatus::OutsideRegion;
+      continue;
+    }
+    v.status = ViewerStatus::Due;
+    v.vx = x, v.vy = y;
+  }
+  std::vector<uint8_t>& out = output_[tick_ & 1];
+  if (out.size() < offset) out.resize(offset + offset / 4);
+  outputSize_ = offset;
+}
+
+void World::runPass(ThreadPool& pool) {
+  auto t0 = std::chrono::steady_clock::now();
+  while (scratch_.size() < pool.size()) scratch_.push_back(std::make_unique<Scratch>());
+  for (auto& s : scratch_) {
+    if (s->candidates.size() < snapshot_.count() + 1) s->candidates.resize(snapshot_.count() + 1 + snapshot_.count() / 4);
+    if (s->scored.size() < config_.ghostCap) {
+      s->scored.resize(config_.ghostCap), s->ties.resize(config_.ghostCap), s->keys.resize(config_.ghostCap);
+    }
+    s->stats = TickStats{};
+  }
+  const uint32_t n = static_cast<uint32_t>(viewers_.size());
+  // Chunks of 16 viewers: enough to amortize the cursor, small enough to balance crowded viewers.
+  pool.parallelFor(n, 16, [this](uint32_t b, uint32_t e, unsigned w) {
+    Scratch& s = *scratch_[w];
+    for (uint32_t i = b; i < e; ++i) {
+      Viewer& v = *viewers_[i];
+      if (i + 1 < e) viewers_[i + 1]->ghosts.prefetch();
+      switch (v.status) {
+        case ViewerStatus::Due: serve(v, s); break;
+        case ViewerStatus::NotDue: ++s.stats.skippedNotDue; break;
+        case ViewerStatus::AvatarGone: ++s.stats.skippedAvatarGone; break;
+        case ViewerStatus::OutsideRegion: ++s.stats.skippedOutsideRegion; break;
+      }
+    }
+  });
+  stats_ = TickStats{};
+  for (size_t w = 0; w < pool.size(); ++w) stats_.add(scratch_[w]->stats);
+  passMicros = microsSince(t0);
+}
+
+}  // namespace sightline

@@ -1,0 +1,122 @@
+// World: one region's entities, snapshot, viewers and the replication pass.
+//
+// A tick is two calls:
+//   prepareTick()  caller's thread: odometer, snapshot, per-viewer skip checks, output layout.
+//   runPass(pool)  any thread: the per-viewer pass, in parallel, reading only the snapshot and each
+//                  viewer's own state; it does not allocate, lock (beyond the pool's dispatch) or
+//                  call out. Output bytes are a pure function of (snapshot, viewer states).
+// Between prepareTick and the end of runPass the caller must not add or remove viewers; entity
+// positions and spawns/despawns are free to change (the pass reads the snapshot only).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "codec.h"
+#include "config.h"
+#include "entities.h"
+#include "gather.h"
+#include "ghost.h"
+#include "snapshot.h"
+#include "subscription.h"
+#include "thread_pool.h"
+
+namespace sightline {
+
+enum class ViewerStatus : uint8_t { Due = 0, NotDue = 1, AvatarGone = 2, OutsideRegion = 3 };
+
+struct ViewerOptions {
+  uint32_t payloadBytes;  // 0 = config.payloadBytes
+  uint32_t sendPeriod = 1;
+};
+
+struct Viewer {
+  Viewer(uint32_t avatar, uint32_t payload, uint32_t period, uint32_t phase, uint32_t ghostCapacity)
+      : avatarId(avatar), payloadBytes(payload), sendPeriod(period), phase(phase), ghosts(ghostCapacity) {}
+  uint32_t avatarId;
+  uint32_t payloadBytes;
+  uint32_t sendPeriod;
+  uint32_t phase;
+  uint32_t passes = 0;  // passes served: the clock of stamps and the grace window
+  uint16_t sequence = 0;
+  bool hasBox = false;
+  Subscription box;
+  GhostTable ghosts;
+  // Set by prepareTick for the current tick.
+  ViewerStatus status = ViewerStatus::NotDue;
+  int32_t vx = 0, vy = 0;
+  size_t outOffset = 0;
+  uint32_t outLength = 0;
+};
+
+// Counters for one tick. Sums over viewers; per-worker copies are merged after the pass.
+struct TickStats {
+  uint64_t served = 0, skippedNotDue = 0, skippedAvatarGone = 0, skippedOutsideRegion = 0;
+  uint64_t candidates = 0, examined = 0, eligible = 0, records = 0, newGhosts = 0, despawns = 0;
+  uint64_t bytes = 0, ghostTableFull = 0, subscriptionChanges = 0;
+  void add(const TickStats& o);
+};
+
+class World {
+ public:
+  World(const Config& config, uint32_t capacity);
+
+  const Config& config() const { return config_; }
+  EntityStore& entities() { return store_; }
+  const EntityStore& entities() const { return store_; }
+  const Snapshot& snapshot() const { return snapshot_; }
+  uint32_t tick() const { return tick_; }
+
+  // Viewers are identified by their avatar's entity id. Throws ERR_SIGHTLINE_VIEWER_EXISTS,
+  // ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_VIEWER_OPTION.
+  void addViewer(uint32_t avatarId, ViewerOptions opts);
+  // Throws ERR_SIGHTLINE_UNKNOWN_VIEWER.
+  void removeViewer(uint32_t avatarId);
+  bool hasViewer(uint32_t avatarId) const { return viewerIndex_.count(avatarId) != 0; }
+  size_t viewerCount() const { return viewers_.size(); }
+  const Viewer& viewerAt(size_t i) const { return *viewers_[i]; }
+  const Viewer& viewer(uint32_t avatarId) const;
+
+  // Once-per-tick phases: odometer, snapshot, skip checks, output layout. Caller's thread.
+  void prepareTick();
+  // Rebuilds the snapshot without advancing the tick or the odometer (tools and tests).
+  void rebuildSnapshot() { snapshot_.build(store_); }
+  void runPass(ThreadPool& pool);
+
+  const TickStats& stats() const { return stats_; }
+  // The tick's output: two buffers used alternately, so one tick's packets stay intact while the
+  // next tick's pass runs. Each due viewer's packet is [outOffset, outOffset + outLength).
+  uint8_t* output() { return output_[tick_ & 1].data(); }
+  size_t outputSize() const { return outputSize_; }
+  std::vector<uint8_t>& outputBuffer(unsigned which) { return output_[which & 1]; }
+  double odometerMicros = 0, snapshotMicros = 0, passMicros = 0;
+
+ private:
+  // A candidate with its score; isNew = the client does not hold it.
+  struct Scored { uint64_t score; uint32_t order; uint32_t index; uint32_t isNew; };
+  // Per-worker scratch, on its own cache lines.
+  struct alignas(64) Scratch {
+    std::vector<Candidate> candidates;
+    std::vector<Scored> scored;
+    std::vector<Scored> ties;
+    std::vector<uint64_t> keys;
+    TickStats stats;
+  };
+  void serve(Viewer& v, Scratch& s);
+
+  Config config_;
+  EntityStore store_;
+  Snapshot snapshot_;
+  PositionPacker packer_;
+  std::vector<std::unique_ptr<Viewer>> viewers_;
+  std::unordered_map<uint32_t, size_t> viewerIndex_;
+  uint32_t phaseCounter_ = 0;
+  uint32_t tick_ = 0;
+  std::vector<uint8_t> output_[2];
+  size_t outputSize_ = 0;
+  std::vector<std::unique_ptr<Scratch>> scratch_;
+  TickStats stats_;
+};
+
+}  // namespace sightline
