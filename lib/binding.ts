@@ -1,0 +1,126 @@
+// The one module that finds and loads the native addon: a prebuild from prebuilds/ when one matches
+// this platform, else the locally compiled build/Release. Nothing else knows where binaries live.
+import { createRequire } from 'node:module';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const require = createRequire(import.meta.url);
+
+/** Derived configuration as the native engine computes it (same field names as WorldConfig). */
+export interface NativeConfig {
+  regionRaw: number;
+  regionShift: number;
+  verticalRaw: number;
+  zBits: number;
+  viewRadiusRaw: number;
+  cellRaw: number;
+  cellShift: number;
+  cellsPerAxis: number;
+  cellCount: number;
+  cellRadius: number;
+  maxMovePerTickRaw: number;
+  payloadBytes: number;
+  eventReserveBytes: number;
+  slotsPerPacket: number;
+  walkCap: number;
+  ghostCap: number;
+  ghostTableCapacity: number;
+  graceTicks: number;
+  denseCellThreshold: number;
+  subGridDivisions: number;
+  subShift: number;
+  newDrift: number;
+  quantShift: number;
+  protocolHash: number;
+  bandWeights: number[];
+}
+
+/** Counters of one tick, summed over viewers, plus the once-per-tick phases' timings. */
+export interface NativeTickStats {
+  served: number;
+  skippedNotDue: number;
+  skippedAvatarGone: number;
+  skippedOutsideRegion: number;
+  candidates: number;
+  examined: number;
+  eligible: number;
+  records: number;
+  newGhosts: number;
+  despawns: number;
+  bytes: number;
+  ghostTableFull: number;
+  subscriptionChanges: number;
+  entities: number;
+  outsideRegion: number;
+  denseCells: number;
+  odometerMicros: number;
+  snapshotMicros: number;
+  passMicros: number;
+}
+
+export interface NativeTickResult {
+  tick: number;
+  buffer: ArrayBuffer;
+  /** [viewer, offset, length] per packet; the first 3 × count entries are this tick's. */
+  index: Uint32Array;
+  count: number;
+  stats: NativeTickStats;
+}
+
+export interface NativeWorld {
+  spawn(x: number, y: number, z: number): number;
+  despawn(id: number): void;
+  slotOf(id: number): number;
+  isLive(id: number): boolean;
+  positions(): { x: Int32Array; y: Int32Array; z: Int32Array; external: boolean };
+  odometer(id: number): number;
+  addViewer(id: number, payloadBytes: number, sendPeriod: number): void;
+  removeViewer(id: number): void;
+  hasViewer(id: number): boolean;
+  viewerCount(): number;
+  tick(): Promise<NativeTickResult>;
+  rebuildSnapshot(): void;
+  snapshotInfo(): { count: number; outsideRegion: number; denseCells: number; maxCellOccupancy: number };
+  gather(x: number, y: number, walkCap: number, exclude: number): { ids: Uint32Array; d2: Float64Array; examined: number };
+  ghosts(id: number): {
+    ids: Uint32Array;
+    x: Int32Array;
+    y: Int32Array;
+    z: Int32Array;
+    departing: Uint8Array;
+    sequence: number;
+    passes: number;
+  };
+  info(): {
+    config: NativeConfig;
+    capacity: number;
+    liveCount: number;
+    threads: number;
+    tick: number;
+    externalBuffers: boolean;
+    running: boolean;
+  };
+}
+
+export interface NativeBinding {
+  NativeWorld: new (config: object, capacity: number, threads: number, externalBuffers: boolean) => NativeWorld;
+  buildConfig(input: object): NativeConfig;
+  napiVersion: number;
+}
+
+function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'sightline') return dir;
+    const up = dirname(dir);
+    if (up === dir) throw new Error('sightline: package.json not found above ' + fileURLToPath(import.meta.url));
+    dir = up;
+  }
+}
+
+const nodeGypBuild = require('node-gyp-build') as (dir: string) => unknown;
+
+/** The loaded addon. */
+export const native = nodeGypBuild(packageRoot()) as NativeBinding;

@@ -1,0 +1,434 @@
+// World: the public face of one region's engine. Entities, viewers, positions (zero copy), and the
+// async tick that runs the replication pass off the JavaScript thread.
+import { native, type NativeTickResult, type NativeTickStats, type NativeWorld } from './binding.js';
+import { WorldConfig } from './config.js';
+import { SightlineError, describe } from './errors.js';
+import { toMeters, toRaw } from './fixed.js';
+
+/**
+ * An entity's id: slot (low 20 bits) and generation (high 12 bits). A despawned entity's slot is
+ * reused with the next generation, so a stale id is refused (`ERR_SIGHTLINE_STALE_ENTITY`) rather
+ * than answering for the new occupant, until one slot has been reused 4,096 times.
+ */
+export type EntityId = number;
+
+/** A position in meters. x and y are horizontal; z is vertical. */
+export interface Vec3 {
+  x: number;
+  y: number;
+  z: number;
+}
+
+export interface WorldOptions {
+  /** Entity slots, 1 to 1,048,576. Default 65,536. */
+  capacity?: number;
+  /** Threads for the pass: 0 = every core (default), 1 = inline on one pool thread. */
+  threads?: number;
+  /**
+   * Expose positions as external ArrayBuffers over the engine's memory (default true). Where the
+   * runtime refuses external buffers, or with `false`, the engine adopts V8-allocated buffers
+   * instead; the arrays behave the same either way.
+   */
+  externalBuffers?: boolean;
+}
+
+export interface ViewerOptions {
+  /** Bytes per packet for this viewer, header included. Default: config.payloadBytes (1200). */
+  payloadBytes?: number;
+  /** Serve this viewer every Nth tick (1 to 65535). Phases are spread across viewers. Default 1. */
+  sendPeriod?: number;
+}
+
+/**
+ * Raw positions by slot: Int32Array views over the engine's entity arrays (zero copy), in raw
+ * fixed point (1 m = 1024). Write to move entities: `x[world.slotOf(id)] += toRaw(1.5)`.
+ *
+ * Int32Array semantics apply to what you write: a float is truncated toward zero, NaN and
+ * ±Infinity become 0, and a value outside the Int32 range wraps modulo 2^32. An entity whose x or
+ * y falls outside [0, regionSize) is outside the region: left out of the snapshot (counted as
+ * `outsideRegion`), invisible until it returns, and a viewer whose avatar is there is skipped.
+ */
+export interface Positions {
+  readonly x: Int32Array;
+  readonly y: Int32Array;
+  readonly z: Int32Array;
+}
+
+/** One packet: the viewer (its avatar's id) and the bytes to send it. */
+export interface Packet {
+  readonly viewer: EntityId;
+  readonly bytes: Uint8Array;
+}
+
+/** Counters of one tick (sums over viewers) and the time its phases took (µs). */
+export type TickStats = NativeTickStats;
+
+/** Candidates of a gather: ids, squared horizontal distances (raw², i.e. meters² × 2^20). */
+export interface GatherResult {
+  readonly ids: Uint32Array;
+  readonly distancesSq: Float64Array;
+  /** Entities whose distance was computed before the walk stopped. */
+  readonly examined: number;
+}
+
+/** A viewer's ghost table: what its client holds, with the positions last sent (raw). */
+export interface GhostTableView {
+  readonly ids: Uint32Array;
+  readonly x: Int32Array;
+  readonly y: Int32Array;
+  readonly z: Int32Array;
+  /** 1 where the ghost was evicted and its despawn record has not been sent yet. */
+  readonly departing: Uint8Array;
+  /** Sequence number the next packet to this viewer will carry. */
+  readonly sequence: number;
+}
+
+function rethrow(e: unknown): never {
+  if (e instanceof Error && typeof (e as { code?: unknown }).code === 'string' && !(e instanceof SightlineError)) {
+    throw new SightlineError((e as unknown as { code: string }).code, e.message);
+  }
+  throw e;
+}
+
+function checkCoordinate(name: string, meters: unknown): number {
+  if (typeof meters !== 'number' || !Number.isFinite(meters)) {
+    throw new SightlineError('ERR_SIGHTLINE_INVALID_POSITION', `${name} must be a finite number of meters, received ${describe(meters)}`);
+  }
+  const raw = toRaw(meters);
+  if (raw < -2147483648 || raw > 2147483647) {
+    throw new SightlineError(
+      'ERR_SIGHTLINE_INVALID_POSITION',
+      `${name} must be within ±2097152 m (Int32 raw units), received ${describe(meters)}`,
+    );
+  }
+  return raw;
+}
+
+function checkVec3(pos: unknown): [number, number, number] {
+  if (typeof pos !== 'object' || pos === null) {
+    throw new SightlineError('ERR_SIGHTLINE_INVALID_POSITION', `position must be an object { x, y, z } in meters, received ${describe(pos)}`);
+  }
+  const p = pos as Partial<Vec3>;
+  return [checkCoordinate('x', p.x), checkCoordinate('y', p.y), checkCoordinate('z', p.z ?? 0)];
+}
+
+/**
+ * The packets and stats of one tick.
+ *
+ * Lifetime: a result's bytes live in one of two output buffers that ticks use alternately. They
+ * stay valid while the next tick runs (so sending may overlap the next pass) and until the tick
+ * after that starts. From then on `packets`, `viewerAt` and `bytesAt` throw
+ * `ERR_SIGHTLINE_RESULT_EXPIRED`; a `Uint8Array` kept from earlier would show the newer tick's
+ * bytes, so copy what must outlive that (`bytes.slice()`).
+ */
+export class TickResult {
+  /** The tick number (starts at 1). */
+  readonly tick: number;
+  /** Number of packets (one per served viewer). */
+  readonly count: number;
+  readonly stats: TickStats;
+  readonly #world: World;
+  readonly #epoch: number;
+  readonly #buffer: ArrayBuffer;
+  readonly #index: Uint32Array;
+  #packets: Packet[] | undefined;
+
+  /** @internal */
+  constructor(world: World, epoch: number, r: NativeTickResult) {
+    this.tick = r.tick;
+    this.count = r.count;
+    this.stats = r.stats;
+    this.#world = world;
+    this.#epoch = epoch;
+    this.#buffer = r.buffer;
+    this.#index = r.index;
+  }
+
+  /** Whether the bytes are still valid (see the class docs). */
+  get valid(): boolean {
+    return this.#world.epochValid(this.#epoch);
+  }
+
+  #check(): void {
+    if (!this.valid) {
+      throw new SightlineError(
+        'ERR_SIGHTLINE_RESULT_EXPIRED',
+        `the packets of tick ${this.tick} expired when a later tick started: their buffer is reused two ticks later; copy bytes you need to keep`,
+      );
+    }
+  }
+
+  /** Every packet of the tick, in viewer order. Built once on first access. */
+  get packets(): readonly Packet[] {
+    this.#check();
+    if (!this.#packets) {
+      const out: Packet[] = new Array(this.count);
+      const ix = this.#index;
+      for (let i = 0; i < this.count; i++) {
+        out[i] = { viewer: ix[3 * i], bytes: new Uint8Array(this.#buffer, ix[3 * i + 1], ix[3 * i + 2]) };
+      }
+      this.#packets = out;
+    }
+    return this.#packets;
+  }
+
+  /** The viewer of packet i (0 ≤ i < count). */
+  viewerAt(i: number): EntityId {
+    this.#check();
+    return this.#index[3 * i];
+  }
+
+  /** The bytes of packet i (0 ≤ i < count): a view into the reused output buffer. */
+  bytesAt(i: number): Uint8Array {
+    this.#check();
+    return new Uint8Array(this.#buffer, this.#index[3 * i + 1], this.#index[3 * i + 2]);
+  }
+}
+
+/**
+ * One region: entities, viewers and the replication pass.
+ *
+ * ```ts
+ * const world = new World(WorldConfig.build(), { capacity: 65_536, threads: 0 });
+ * const id = world.spawn({ x: 2048, y: 2048, z: 0 });
+ * world.addViewer(id);
+ * const result = await world.tick();
+ * for (const p of result.packets) transport.send(p.viewer, p.bytes);
+ * ```
+ *
+ * Errors are {@link SightlineError}s with a `code`; a rejected call changes nothing.
+ */
+export class World {
+  readonly config: WorldConfig;
+  /** Raw Int32 positions by slot; see {@link Positions}. */
+  readonly positions: Positions;
+  /** Whether `positions` are external buffers over engine memory (false: V8-allocated fallback). */
+  readonly externalBuffers: boolean;
+  readonly #native: NativeWorld;
+  #epoch = 0;
+
+  /**
+   * @throws ERR_SIGHTLINE_INVALID_CAPACITY, ERR_SIGHTLINE_INVALID_THREADS, ERR_SIGHTLINE_CONFIG_*
+   *   (the native engine validates the configuration again).
+   */
+  constructor(config: WorldConfig, options: WorldOptions = {}) {
+    if (!(config instanceof WorldConfig)) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `config must be a WorldConfig (use WorldConfig.build()), received ${describe(config)}`);
+    }
+    const { capacity = 65_536, threads = 0, externalBuffers = true } = options;
+    if (!Number.isInteger(capacity) || capacity < 1 || capacity > 1 << 20) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_CAPACITY', `capacity must be an integer from 1 to 1048576, received ${describe(capacity)}`);
+    }
+    if (!Number.isInteger(threads) || threads < 0 || threads > 256) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_THREADS', `threads must be an integer from 0 (all cores) to 256, received ${describe(threads)}`);
+    }
+    this.config = config;
+    try {
+      this.#native = new native.NativeWorld(config.input, capacity, threads, externalBuffers !== false);
+    } catch (e) {
+      rethrow(e);
+    }
+    const p = this.#native.positions();
+    this.positions = Object.freeze({ x: p.x, y: p.y, z: p.z });
+    this.externalBuffers = p.external;
+  }
+
+  /** Entity slots. */
+  get capacity(): number {
+    return this.#native.info().capacity;
+  }
+  /** Live entities. */
+  get liveCount(): number {
+    return this.#native.info().liveCount;
+  }
+  /** Threads the pass runs on. */
+  get threads(): number {
+    return this.#native.info().threads;
+  }
+  /** Ticks run so far. */
+  get tickCount(): number {
+    return this.#native.info().tick;
+  }
+  /** Registered viewers (changes asked for during a tick count once that tick ends). */
+  get viewerCount(): number {
+    return this.#native.viewerCount();
+  }
+
+  /**
+   * Adds an entity at a position in meters and returns its id.
+   * @throws ERR_SIGHTLINE_INVALID_POSITION (non-finite or beyond Int32 raw), ERR_SIGHTLINE_WORLD_FULL.
+   */
+  spawn(position: Vec3): EntityId {
+    const [x, y, z] = checkVec3(position);
+    try {
+      return this.#native.spawn(x, y, z);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /**
+   * Removes an entity. Clients that hold it get a despawn record once their ghost of it expires
+   * (the grace window). A viewer whose avatar this was is skipped until removed.
+   * @throws ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_ENTITY.
+   */
+  despawn(id: EntityId): void {
+    try {
+      this.#native.despawn(id);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /** Slot of a live entity: its index in `positions`. @throws ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_ENTITY. */
+  slotOf(id: EntityId): number {
+    try {
+      return this.#native.slotOf(id);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /** Whether id names a live entity. */
+  isLive(id: EntityId): boolean {
+    return this.#native.isLive(id);
+  }
+
+  /** An entity's position in meters (read from `positions`). */
+  position(id: EntityId): Vec3 {
+    const s = this.slotOf(id);
+    return { x: toMeters(this.positions.x[s]), y: toMeters(this.positions.y[s]), z: toMeters(this.positions.z[s]) };
+  }
+
+  /** Moves an entity to a position in meters. @throws like spawn and slotOf; changes nothing then. */
+  setPosition(id: EntityId, position: Vec3): void {
+    const [x, y, z] = checkVec3(position);
+    const s = this.slotOf(id);
+    this.positions.x[s] = x;
+    this.positions.y[s] = y;
+    this.positions.z[s] = z;
+  }
+
+  /**
+   * The entity's odometer: total |dx|+|dy|+|dz| travelled, raw units, wrapping at 2^32, as of the
+   * last tick (a new entity's first tick adds 0).
+   */
+  odometer(id: EntityId): number {
+    try {
+      return this.#native.odometer(id);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /**
+   * Makes an entity's client a viewer: from the next tick it gets a packet every `sendPeriod`
+   * ticks. Packets name the viewer by this avatar id. During a running tick the change is queued
+   * and takes effect when that tick ends.
+   * @throws ERR_SIGHTLINE_VIEWER_EXISTS, ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_VIEWER_OPTION.
+   */
+  addViewer(avatar: EntityId, options: ViewerOptions = {}): void {
+    const payloadBytes = options.payloadBytes ?? this.config.payloadBytes;
+    const sendPeriod = options.sendPeriod ?? 1;
+    if (typeof payloadBytes !== 'number' || typeof sendPeriod !== 'number') {
+      throw new SightlineError(
+        'ERR_SIGHTLINE_INVALID_VIEWER_OPTION',
+        `payloadBytes and sendPeriod must be numbers, received ${describe(payloadBytes)} and ${describe(sendPeriod)}`,
+      );
+    }
+    try {
+      this.#native.addViewer(avatar, payloadBytes, sendPeriod);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /**
+   * Stops serving a viewer and forgets its ghost table. Safe during a tick: it takes effect after
+   * the pass, and every other viewer is served. @throws ERR_SIGHTLINE_UNKNOWN_VIEWER.
+   */
+  removeViewer(avatar: EntityId): void {
+    try {
+      this.#native.removeViewer(avatar);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  hasViewer(avatar: EntityId): boolean {
+    try {
+      return this.#native.hasViewer(avatar);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /**
+   * Runs one tick: the odometer and snapshot on this thread (microseconds), then the per-viewer
+   * pass on the thread pool while the event loop stays free. Positions may be written for the
+   * next tick as soon as this returns.
+   * @throws ERR_SIGHTLINE_TICK_IN_PROGRESS (synchronously) when the previous tick has not ended.
+   */
+  tick(): Promise<TickResult> {
+    let p: Promise<NativeTickResult>;
+    try {
+      p = this.#native.tick();
+    } catch (e) {
+      rethrow(e);
+    }
+    const epoch = ++this.#epoch;
+    return p.then((r) => new TickResult(this, epoch, r), rethrow);
+  }
+
+  /** @internal A result of tick number `epoch` is valid until tick epoch + 2 starts. */
+  epochValid(epoch: number): boolean {
+    return this.#epoch <= epoch + 1;
+  }
+
+  /**
+   * Rebuilds the snapshot from the current positions without advancing the tick or the odometer,
+   * for {@link gather}. @throws ERR_SIGHTLINE_TICK_IN_PROGRESS.
+   */
+  rebuildSnapshot(): void {
+    try {
+      this.#native.rebuildSnapshot();
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /** Entities in the snapshot, those outside the region, and cells with a sub-grid. */
+  snapshotInfo(): { count: number; outsideRegion: number; denseCells: number; maxCellOccupancy: number } {
+    return this.#native.snapshotInfo();
+  }
+
+  /**
+   * The candidates a viewer at (x, y) meters would examine, on the current snapshot (see
+   * {@link rebuildSnapshot}): nearest cells first, within the view radius, stopping at `walkCap`
+   * (default config.walkCap; `Infinity` for uncapped), leaving out `exclude`.
+   * @throws ERR_SIGHTLINE_INVALID_POSITION, ERR_SIGHTLINE_TICK_IN_PROGRESS.
+   */
+  gather(at: { x: number; y: number }, options: { walkCap?: number; exclude?: EntityId } = {}): GatherResult {
+    const x = checkCoordinate('x', at?.x);
+    const y = checkCoordinate('y', at?.y);
+    const walkCap = options.walkCap ?? this.config.walkCap;
+    if (typeof walkCap !== 'number' || !(walkCap >= 1)) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `walkCap must be a number ≥ 1 or Infinity, received ${describe(walkCap)}`);
+    }
+    try {
+      const r = this.#native.gather(x, y, walkCap, options.exclude ?? -1);
+      return { ids: r.ids, distancesSq: r.d2, examined: r.examined };
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /** A viewer's ghost table. @throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_TICK_IN_PROGRESS. */
+  ghosts(avatar: EntityId): GhostTableView {
+    try {
+      return this.#native.ghosts(avatar);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+}
