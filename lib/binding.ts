@@ -103,9 +103,23 @@ export interface NativeWorld {
   };
 }
 
+/** A subscription box: inclusive cell bounds. */
+export interface SubscriptionBox {
+  x0: number;
+  x1: number;
+  y0: number;
+  y1: number;
+}
+
 export interface NativeBinding {
   NativeWorld: new (config: object, capacity: number, threads: number, externalBuffers: boolean) => NativeWorld;
   buildConfig(input: object): NativeConfig;
+  /** floor(raw / 2^cellShift). */
+  cellOf(raw: number, cellShift: number): number;
+  /** Cells within cellRadius of (cx, cy), clipped to the grid; inclusive bounds, or null when empty. */
+  subscriptionBox(cx: number, cy: number, cellRadius: number, cellsPerAxis: number): SubscriptionBox | null;
+  /** Cells entered and left between two boxes, as flat [x, y, x, y, ...] pairs. */
+  subscriptionDiff(prev: SubscriptionBox | null, next: SubscriptionBox | null): { entered: Int32Array; left: Int32Array };
   napiVersion: number;
 }
 

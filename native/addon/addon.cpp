@@ -15,6 +15,7 @@
 #include "config.h"
 #include "errors.h"
 #include "gather.h"
+#include "subscription.h"
 #include "thread_pool.h"
 #include "world.h"
 
@@ -178,6 +179,54 @@ Napi::Value BuildConfig(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   ConfigInput in = configFromObject(env, info.Length() > 0 ? info[0] : env.Undefined());
   return guarded(env, [&] { return configToObject(env, buildConfig(in)); });
+}
+
+// Subscription helpers, reachable from TypeScript for tests and tools.
+Napi::Value boxToValue(Napi::Env env, const Subscription& b) {
+  if (b.empty()) return env.Null();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("x0", b.x0), o.Set("x1", b.x1), o.Set("y0", b.y0), o.Set("y1", b.y1);
+  return o;
+}
+
+Subscription boxArg(const Napi::CallbackInfo& info, size_t i) {
+  Subscription b;
+  if (info.Length() <= i || info[i].IsNull() || info[i].IsUndefined()) return b;
+  Napi::Object o = info[i].As<Napi::Object>();
+  b.x0 = o.Get("x0").As<Napi::Number>().Int32Value(), b.x1 = o.Get("x1").As<Napi::Number>().Int32Value();
+  b.y0 = o.Get("y0").As<Napi::Number>().Int32Value(), b.y1 = o.Get("y1").As<Napi::Number>().Int32Value();
+  return b;
+}
+
+// cellOf(raw, cellShift): floor(raw / 2^cellShift).
+Napi::Value CellOf(const Napi::CallbackInfo& info) {
+  double raw = numberArg(info, 0, "raw"), shift = numberArg(info, 1, "cellShift");
+  return Napi::Number::New(info.Env(), double(cellOf(int64_t(raw), int(shift))));
+}
+
+// subscriptionBox(cx, cy, cellRadius, cellsPerAxis) -> {x0, x1, y0, y1} (inclusive) or null.
+Napi::Value SubscriptionBox(const Napi::CallbackInfo& info) {
+  int64_t cx = int64_t(numberArg(info, 0, "cx")), cy = int64_t(numberArg(info, 1, "cy"));
+  uint32_t r = uint32_t(numberArg(info, 2, "cellRadius")), n = uint32_t(numberArg(info, 3, "cellsPerAxis"));
+  return boxToValue(info.Env(), subscriptionBox(cx, cy, r, n));
+}
+
+// subscriptionDiff(prev, next) -> { entered: [x, y, ...], left: [x, y, ...] } (flat cell pairs).
+Napi::Value SubscriptionDiff(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Subscription prev = boxArg(info, 0), next = boxArg(info, 1);
+  std::vector<int32_t> entered, left;
+  subscriptionDiff(
+      prev, next, [&](int32_t x, int32_t y) { entered.push_back(x), entered.push_back(y); },
+      [&](int32_t x, int32_t y) { left.push_back(x), left.push_back(y); });
+  auto arr = [&](const std::vector<int32_t>& v) {
+    Napi::Int32Array a = Napi::Int32Array::New(env, v.size());
+    for (size_t i = 0; i < v.size(); ++i) a[i] = v[i];
+    return a;
+  };
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("entered", arr(entered)), o.Set("left", arr(left));
+  return o;
 }
 
 // An ArrayBuffer over native memory: external where the runtime allows it, else nullptr (the caller
@@ -623,6 +672,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   napi_add_env_cleanup_hook(env, &AddonData::cleanup, data);
   exports.Set("NativeWorld", NativeWorld::Init(env));
   exports.Set("buildConfig", Napi::Function::New<BuildConfig>(env, "buildConfig"));
+  exports.Set("cellOf", Napi::Function::New<CellOf>(env, "cellOf"));
+  exports.Set("subscriptionBox", Napi::Function::New<SubscriptionBox>(env, "subscriptionBox"));
+  exports.Set("subscriptionDiff", Napi::Function::New<SubscriptionDiff>(env, "subscriptionDiff"));
   exports.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
   return exports;
 }

@@ -1,0 +1,229 @@
+import { describe, it, expect } from 'vitest';
+import { native } from '../lib/binding.js';
+import { World, WorldConfig, toRaw } from '../lib/index.js';
+import { bruteRadius, randInt, rng, withSeed } from './helpers/model.js';
+
+describe('cell of a position', () => {
+  const c = WorldConfig.build();
+  it('equals floor(position / cell size) for every meter of the region and beyond it', () => {
+    for (let m = -300; m <= 4096 + 300; m++) {
+      for (const frac of [0, 0.3, 0.999]) {
+        const raw = toRaw(m + frac);
+        expect(native.cellOf(raw, c.cellShift)).toBe(Math.floor(raw / c.cellRaw));
+      }
+    }
+  });
+  it('x = -0.3 m is in cell -1, never cell 0', () => {
+    expect(native.cellOf(toRaw(-0.3), c.cellShift)).toBe(-1);
+    expect(native.cellOf(-1, c.cellShift)).toBe(-1);
+    expect(native.cellOf(0, c.cellShift)).toBe(0);
+  });
+});
+
+type Box = { x0: number; x1: number; y0: number; y1: number } | null;
+
+function bruteBox(cx: number, cy: number, r: number, n: number): Set<string> {
+  const s = new Set<string>();
+  for (let y = 0; y < n; y++) for (let x = 0; x < n; x++) if (Math.abs(x - cx) <= r && Math.abs(y - cy) <= r) s.add(`${x},${y}`);
+  return s;
+}
+function boxCells(b: Box): Set<string> {
+  const s = new Set<string>();
+  if (!b) return s;
+  expect(b.x0).toBeLessThanOrEqual(b.x1);
+  expect(b.y0).toBeLessThanOrEqual(b.y1);
+  for (let y = b.y0; y <= b.y1; y++) for (let x = b.x0; x <= b.x1; x++) s.add(`${x},${y}`);
+  return s;
+}
+function pairs(a: Int32Array): Set<string> {
+  const s = new Set<string>();
+  for (let i = 0; i < a.length; i += 2) s.add(`${a[i]},${a[i + 1]}`);
+  expect(s.size).toBe(a.length / 2);
+  return s;
+}
+
+describe('subscription', () => {
+  const n = 32;
+  const r = 2;
+  it('equals a brute-force scan of all cells, for every cell and for viewers beyond every edge', () => {
+    for (let cy = -4; cy < n + 4; cy++) {
+      for (let cx = -4; cx < n + 4; cx++) {
+        const b = native.subscriptionBox(cx, cy, r, n);
+        const cells = boxCells(b);
+        expect(cells).toEqual(bruteBox(cx, cy, r, n));
+        // Never an index past the grid.
+        for (const k of cells) {
+          const [x, y] = k.split(',').map(Number);
+          expect(x >= 0 && x < n && y >= 0 && y < n).toBe(true);
+        }
+      }
+    }
+    // Far beyond the last cell: empty, not inverted.
+    expect(native.subscriptionBox(1e6, 5, r, n)).toBeNull();
+    expect(native.subscriptionBox(-1e6, -1e6, r, n)).toBeNull();
+  });
+
+  it('cells entered and left match brute force for jumps of 0, 1, 3 and 30 cells from every cell', () => {
+    for (const jump of [0, 1, 3, 30]) {
+      for (let cy = 0; cy < n; cy++) {
+        for (let cx = 0; cx < n; cx++) {
+          for (const [dx, dy] of [[jump, 0], [0, -jump], [jump, jump], [-jump, jump]]) {
+            const prev = native.subscriptionBox(cx, cy, r, n);
+            const next = native.subscriptionBox(cx + dx, cy + dy, r, n);
+            const { entered, left } = native.subscriptionDiff(prev, next);
+            const a = bruteBox(cx, cy, r, n);
+            const b = bruteBox(cx + dx, cy + dy, r, n);
+            expect(pairs(entered)).toEqual(new Set([...b].filter((k) => !a.has(k))));
+            expect(pairs(left)).toEqual(new Set([...a].filter((k) => !b.has(k))));
+          }
+        }
+      }
+    }
+  });
+});
+
+interface Layout {
+  name: string;
+  place: (r: () => number, c: WorldConfig) => [number, number];
+}
+
+const layouts: Layout[] = [
+  { name: 'uniform', place: (r, c) => [randInt(r, 0, c.regionRaw), randInt(r, 0, c.regionRaw)] },
+  {
+    name: 'dense cell',
+    place: (r, c) => [randInt(r, 16 * c.cellRaw, 17 * c.cellRaw), randInt(r, 16 * c.cellRaw, 17 * c.cellRaw)],
+  },
+  {
+    name: 'edges and corners',
+    place: (r, c) => {
+      const e = () => (r() < 0.5 ? randInt(r, 0, c.cellRaw) : randInt(r, c.regionRaw - c.cellRaw, c.regionRaw));
+      return r() < 0.5 ? [e(), e()] : [e(), randInt(r, 0, c.regionRaw)];
+    },
+  },
+  {
+    name: 'some outside the region',
+    place: (r, c) => [randInt(r, -c.cellRaw, c.regionRaw + c.cellRaw), randInt(r, -c.cellRaw, c.regionRaw + c.cellRaw)],
+  },
+];
+
+describe('gather', () => {
+  for (const layout of layouts) {
+    it(`uncapped gather equals the brute-force radius set: ${layout.name}`, async () => {
+      for (const seed of [1, 2, 3]) {
+        await withSeed(seed, () => {
+          const r = rng(seed * 7919);
+          // A small threshold so the dense layouts exercise the sub-grid.
+          const c = WorldConfig.build({ denseCellThreshold: 64 });
+          const w = new World(c, { capacity: 3000 });
+          const ids: number[] = [];
+          for (let i = 0; i < 3000; i++) ids.push(w.spawn({ x: 0, y: 0, z: 0 }));
+          for (const id of ids) {
+            const [x, y] = layout.place(r, c);
+            const s = w.slotOf(id);
+            w.positions.x[s] = x;
+            w.positions.y[s] = y;
+          }
+          w.rebuildSnapshot();
+          for (let v = 0; v < 60; v++) {
+            // Viewers inside, on edges and outside the region.
+            const [vx, vy] = v % 3 === 0 ? layout.place(r, c) : [randInt(r, -c.cellRaw * 3, c.regionRaw + c.cellRaw * 3), randInt(r, -c.cellRaw * 3, c.regionRaw + c.cellRaw * 3)];
+            const g = w.gather({ x: vx / 1024, y: vy / 1024 }, { walkCap: Infinity });
+            const got = new Set(g.ids);
+            expect(got.size).toBe(g.ids.length);
+            expect(got).toEqual(bruteRadius(w, ids, vx, vy));
+            // Distances are the exact squared horizontal distances.
+            for (let i = 0; i < g.ids.length; i++) {
+              const s = w.slotOf(g.ids[i]);
+              expect(g.distancesSq[i]).toBe((w.positions.x[s] - vx) ** 2 + (w.positions.y[s] - vy) ** 2);
+            }
+          }
+          if (layout.name === 'some outside the region') expect(w.snapshotInfo().outsideRegion).toBeGreaterThan(0);
+        });
+      }
+    });
+  }
+
+  it('capped gather keeps only entities within radius, nearest cells first', async () => {
+    await withSeed(11, () => {
+      const r = rng(11);
+      const c = WorldConfig.build();
+      const w = new World(c, { capacity: 8192 });
+      const ids: number[] = [];
+      for (let i = 0; i < 8192; i++) ids.push(w.spawn({ x: randInt(r, 0, 4096 * 1024) / 1024, y: randInt(r, 0, 4096 * 1024) / 1024, z: 0 }));
+      // Pack a neighbourhood so that the cap bites.
+      for (let i = 0; i < 3000; i++) {
+        const s = w.slotOf(ids[i]);
+        w.positions.x[s] = randInt(r, 1800 * 1024, 2300 * 1024);
+        w.positions.y[s] = randInt(r, 1800 * 1024, 2300 * 1024);
+      }
+      w.rebuildSnapshot();
+      const vx = 2050 * 1024;
+      const vy = 2050 * 1024;
+      const all = bruteRadius(w, ids, vx, vy);
+      const g = w.gather({ x: vx / 1024, y: vy / 1024 }, { walkCap: 256 });
+      expect(g.ids.length).toBeGreaterThanOrEqual(256);
+      expect(g.ids.length).toBeLessThan(all.size);
+      for (const id of g.ids) expect(all.has(id)).toBe(true);
+      // Cells are visited in ring order: the Chebyshev ring of each candidate's cell never decreases
+      // by more than the ring order allows (distance rank non-decreasing).
+      const cell = (raw: number) => Math.floor(raw / c.cellRaw);
+      const vcx = cell(vx);
+      const vcy = cell(vy);
+      let last = -1;
+      for (const id of g.ids) {
+        const s = w.slotOf(id);
+        const dx = cell(w.positions.x[s]) - vcx;
+        const dy = cell(w.positions.y[s]) - vcy;
+        const rank = dx * dx + dy * dy;
+        expect(rank).toBeGreaterThanOrEqual(last);
+        last = rank;
+      }
+      // Everything in range in the viewer's own cell is taken (it is visited first).
+      for (const id of all) {
+        const s = w.slotOf(id);
+        if (cell(w.positions.x[s]) === vcx && cell(w.positions.y[s]) === vcy) expect(g.ids).toContain(id);
+      }
+    });
+  });
+
+  it('8,192 entities in one cell: the count stays within walk cap + one sub-cell', () => {
+    const r = rng(5);
+    const c = WorldConfig.build();
+    const w = new World(c, { capacity: 8192 });
+    const base = 16 * 128;
+    for (let i = 0; i < 8192; i++) w.spawn({ x: base + r() * 128, y: base + r() * 128, z: 0 });
+    w.rebuildSnapshot();
+    expect(w.snapshotInfo().denseCells).toBe(1);
+    // Largest sub-cell occupancy, brute force.
+    const sub = c.cellRaw / c.subGridDivisions;
+    const counts = new Map<string, number>();
+    for (let s = 0; s < 8192; s++) {
+      const k = `${Math.floor(w.positions.x[s] / sub)},${Math.floor(w.positions.y[s] / sub)}`;
+      counts.set(k, (counts.get(k) ?? 0) + 1);
+    }
+    const maxSub = Math.max(...counts.values());
+    let total = 0;
+    for (let v = 0; v < 200; v++) {
+      const g = w.gather({ x: base + r() * 128, y: base + r() * 128 }, { walkCap: 256 });
+      expect(g.ids.length).toBeGreaterThanOrEqual(256);
+      expect(g.ids.length).toBeLessThanOrEqual(256 + maxSub);
+      total += g.examined;
+    }
+    // Far fewer examined than the crowd.
+    expect(total / 200).toBeLessThan(1000);
+  });
+
+  it('sub-cells are visited nearest first: the first candidates are near the viewer', () => {
+    const r = rng(9);
+    const c = WorldConfig.build();
+    const w = new World(c, { capacity: 8192 });
+    const base = 16 * 128;
+    for (let i = 0; i < 8192; i++) w.spawn({ x: base + r() * 128, y: base + r() * 128, z: 0 });
+    w.rebuildSnapshot();
+    const g = w.gather({ x: base + 100, y: base + 20 }, { walkCap: 256 });
+    const sorted = Array.from(g.distancesSq).sort((a, b) => a - b);
+    // The cap's worth of candidates comes from the nearest sub-cells: the farthest taken is far
+    // closer than the far side of the cell.
+    expect(Math.sqrt(sorted[sorted.length - 1]) / 1024).toBeLessThan(40);
+  });
+});

@@ -1,0 +1,117 @@
+import { describe, it, expect } from 'vitest';
+import { World, WorldConfig } from '../lib/index.js';
+import { rng } from './helpers/model.js';
+
+const config = WorldConfig.build();
+
+function crowd(n: number, threads: number): { w: World; ids: number[] } {
+  const w = new World(config, { capacity: n, threads });
+  const r = rng(1);
+  const ids: number[] = [];
+  for (let i = 0; i < n; i++) ids.push(w.spawn({ x: 2048 + r() * 128, y: 2048 + r() * 128, z: 0 }));
+  for (const id of ids) w.addViewer(id);
+  return { w, ids };
+}
+
+describe('async tick', () => {
+  it('a second tick() while one runs is refused with a coded error; the world carries on', async () => {
+    const { w } = crowd(2000, 1);
+    const first = w.tick();
+    expect(() => w.tick()).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_TICK_IN_PROGRESS' }));
+    expect(() => w.rebuildSnapshot()).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_TICK_IN_PROGRESS' }));
+    const r1 = await first;
+    expect(r1.tick).toBe(1);
+    expect(r1.count).toBe(2000);
+    const r2 = await w.tick();
+    expect(r2.tick).toBe(2);
+  });
+
+  it('the event loop stays responsive while the pass runs', async () => {
+    const { w } = crowd(8192, 1);
+    await w.tick();
+    let turns = 0;
+    let done = false;
+    const spin = () => {
+      if (done) return;
+      turns++;
+      setImmediate(spin);
+    };
+    setImmediate(spin);
+    const t0 = performance.now();
+    const res = await w.tick();
+    done = true;
+    const ms = performance.now() - t0;
+    // The pass took milliseconds; the loop kept turning meanwhile.
+    expect(res.stats.served).toBe(8192);
+    expect(turns).toBeGreaterThan(ms > 5 ? 5 : 0);
+  });
+
+  it('removing a viewer or despawning its avatar mid-pass is safe and takes effect after the pass', async () => {
+    const { w, ids } = crowd(3000, 2);
+    await w.tick();
+    const pending = w.tick();
+    w.removeViewer(ids[0]);
+    w.despawn(ids[1]);
+    expect(w.hasViewer(ids[0])).toBe(false);
+    expect(() => w.removeViewer(ids[0])).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_VIEWER' }));
+    const spare = w.spawn({ x: 10, y: 10, z: 0 });
+    w.addViewer(spare);
+    expect(() => w.addViewer(spare)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_VIEWER_EXISTS' }));
+    const r = await pending;
+    // That pass served everyone it started with.
+    expect(r.count).toBe(3000);
+    const next = await w.tick();
+    expect(next.stats.skippedAvatarGone).toBe(1);
+    const viewers = new Set(next.packets.map((p) => p.viewer));
+    expect(viewers.has(ids[0])).toBe(false);
+    expect(viewers.has(ids[1])).toBe(false);
+    expect(viewers.has(spare)).toBe(true);
+    expect(next.count).toBe(3000 - 2 + 1);
+  });
+
+  it('skips are counted by reason: not due, avatar despawned, avatar outside the region', async () => {
+    const w = new World(config, { capacity: 64, threads: 1 });
+    const ids: number[] = [];
+    for (let i = 0; i < 30; i++) ids.push(w.spawn({ x: 100 + i, y: 100, z: 0 }));
+    for (let i = 0; i < 30; i++) w.addViewer(ids[i], { sendPeriod: i < 12 ? 3 : 1 });
+    w.despawn(ids[20]);
+    w.setPosition(ids[21], { x: -5, y: 100, z: 0 });
+    const served = new Map<number, number>();
+    for (let t = 0; t < 30; t++) {
+      const r = await w.tick();
+      expect(r.stats.skippedAvatarGone).toBe(1);
+      expect(r.stats.skippedOutsideRegion).toBe(1);
+      // Phases are spread: 4 of the 12 period-3 viewers are due each tick.
+      expect(r.stats.skippedNotDue).toBe(8);
+      expect(r.stats.served).toBe(4 + 18 - 2);
+      for (const p of r.packets) served.set(p.viewer, (served.get(p.viewer) ?? 0) + 1);
+    }
+    for (let i = 0; i < 12; i++) expect(served.get(ids[i])).toBe(10);
+    expect(served.get(ids[25])).toBe(30);
+  });
+
+  it("a result's bytes stay valid through the next tick and expire when the one after starts", async () => {
+    const { w } = crowd(100, 1);
+    const r1 = await w.tick();
+    const copy = r1.packets[0].bytes.slice();
+    const r2 = await w.tick();
+    expect(r1.valid).toBe(true);
+    expect(Buffer.compare(Buffer.from(r1.bytesAt(0)), Buffer.from(copy))).toBe(0);
+    const pending = w.tick();
+    expect(r1.valid).toBe(false);
+    expect(() => r1.packets).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_RESULT_EXPIRED' }));
+    expect(() => r1.bytesAt(0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_RESULT_EXPIRED' }));
+    expect(r2.valid).toBe(true);
+    await pending;
+  });
+
+  it('viewer options are validated; a rejected call adds nothing', () => {
+    const w = new World(config, { capacity: 8 });
+    const id = w.spawn({ x: 1, y: 1, z: 0 });
+    for (const opts of [{ payloadBytes: 27 }, { payloadBytes: 70_000 }, { sendPeriod: 0 }, { sendPeriod: 1.5 }, { payloadBytes: NaN }]) {
+      expect(() => w.addViewer(id, opts)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_VIEWER_OPTION' }));
+    }
+    expect(w.viewerCount).toBe(0);
+    expect(() => w.removeViewer(id)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_VIEWER' }));
+  });
+});

@@ -1,0 +1,138 @@
+import { describe, it, expect } from 'vitest';
+import { World, WorldConfig, SightlineError, toRaw } from '../lib/index.js';
+
+const config = WorldConfig.build();
+
+describe('entities', () => {
+  it('spawn returns ids whose slots hold the position in raw units', () => {
+    const w = new World(config, { capacity: 16 });
+    const id = w.spawn({ x: 2048, y: 1024.5, z: -3 });
+    const s = w.slotOf(id);
+    expect(w.positions.x[s]).toBe(toRaw(2048));
+    expect(w.positions.y[s]).toBe(toRaw(1024.5));
+    expect(w.positions.z[s]).toBe(toRaw(-3));
+    expect(w.position(id)).toEqual({ x: 2048, y: 1024.5, z: -3 });
+    expect(w.liveCount).toBe(1);
+  });
+
+  it('despawn then spawn reuses the slot with a new generation; the old id is refused', () => {
+    const w = new World(config, { capacity: 1 });
+    const a = w.spawn({ x: 1, y: 1, z: 0 });
+    w.despawn(a);
+    const b = w.spawn({ x: 2, y: 2, z: 0 });
+    expect(b).not.toBe(a);
+    expect(w.slotOf(b)).toBe(w.slotOf(b) & 0xfffff);
+    expect((b & 0xfffff) === (a & 0xfffff)).toBe(true);
+    for (const call of [() => w.slotOf(a), () => w.despawn(a), () => w.addViewer(a), () => w.odometer(a)]) {
+      expect(call).toThrow(SightlineError);
+      try {
+        call();
+      } catch (e) {
+        expect((e as SightlineError).code).toBe('ERR_SIGHTLINE_STALE_ENTITY');
+      }
+    }
+    // The refused calls touched nothing.
+    expect(w.isLive(b)).toBe(true);
+    expect(w.position(b)).toEqual({ x: 2, y: 2, z: 0 });
+    expect(w.liveCount).toBe(1);
+  });
+
+  it('a full world refuses a spawn with a coded error and keeps its entities', () => {
+    const w = new World(config, { capacity: 2 });
+    w.spawn({ x: 1, y: 1, z: 0 });
+    w.spawn({ x: 2, y: 1, z: 0 });
+    expect(() => w.spawn({ x: 3, y: 1, z: 0 })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_WORLD_FULL' }));
+    expect(w.liveCount).toBe(2);
+  });
+
+  it('ids never spawned are refused', () => {
+    const w = new World(config, { capacity: 8 });
+    expect(() => w.slotOf(5)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ENTITY' }));
+    expect(() => w.despawn(-1)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ENTITY' }));
+    expect(() => w.despawn(1.5)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ENTITY' }));
+  });
+
+  it('non-finite or out-of-range positions are refused and nothing is spawned', () => {
+    const w = new World(config, { capacity: 8 });
+    for (const p of [{ x: NaN, y: 0, z: 0 }, { x: 0, y: Infinity, z: 0 }, { x: 3e6, y: 0, z: 0 }, { x: '1', y: 0, z: 0 }]) {
+      expect(() => w.spawn(p as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_POSITION' }));
+    }
+    expect(w.liveCount).toBe(0);
+  });
+
+  it('bad world options are coded errors', () => {
+    expect(() => new World(config, { capacity: 0 })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_CAPACITY' }));
+    expect(() => new World(config, { capacity: 2 ** 21 })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_CAPACITY' }));
+    expect(() => new World(config, { threads: -1 })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_THREADS' }));
+    expect(() => new World({} as WorldConfig)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+  });
+});
+
+describe('positions are zero-copy views', () => {
+  for (const externalBuffers of [true, false]) {
+    it(`writes through ${externalBuffers ? 'external' : 'V8-allocated (fallback)'} buffers reach the engine`, async () => {
+      const w = new World(config, { capacity: 64, externalBuffers, threads: 1 });
+      if (!externalBuffers) expect(w.externalBuffers).toBe(false);
+      const a = w.spawn({ x: 100, y: 100, z: 0 });
+      const b = w.spawn({ x: 110, y: 100, z: 0 });
+      w.addViewer(a);
+      await w.tick();
+      // Move b through the typed array; the gather (engine memory) and the odometer see it.
+      w.positions.x[w.slotOf(b)] += toRaw(20);
+      w.rebuildSnapshot();
+      const g = w.gather({ x: 100, y: 100 }, { exclude: a });
+      expect(Array.from(g.ids)).toEqual([b]);
+      expect(g.distancesSq[0]).toBe(toRaw(30) ** 2);
+      await w.tick();
+      expect(w.odometer(b)).toBe(toRaw(20));
+    });
+  }
+
+  it('Int32Array semantics: NaN writes 0, floats truncate toward zero', () => {
+    const w = new World(config, { capacity: 4 });
+    const id = w.spawn({ x: 5, y: 5, z: 5 });
+    const s = w.slotOf(id);
+    w.positions.x[s] = NaN;
+    w.positions.y[s] = 1000.9;
+    w.positions.z[s] = -1000.9;
+    expect(w.positions.x[s]).toBe(0);
+    expect(w.positions.y[s]).toBe(1000);
+    expect(w.positions.z[s]).toBe(-1000);
+  });
+});
+
+describe('odometer', () => {
+  it('adds |dx|+|dy|+|dz| per tick; a new slot adds 0 on its first tick', async () => {
+    const w = new World(config, { capacity: 8, threads: 1 });
+    const id = w.spawn({ x: 10, y: 10, z: 0 });
+    const s = w.slotOf(id);
+    w.positions.x[s] += 7; // moved before its first tick: still adds 0
+    await w.tick();
+    expect(w.odometer(id)).toBe(0);
+    w.positions.x[s] += 3;
+    w.positions.y[s] -= 4;
+    w.positions.z[s] += 5;
+    await w.tick();
+    expect(w.odometer(id)).toBe(12);
+    await w.tick();
+    expect(w.odometer(id)).toBe(12);
+  });
+
+  it('wraps at 2^32', async () => {
+    const w = new World(config, { capacity: 8, threads: 1 });
+    const id = w.spawn({ x: 0, y: 0, z: 0 });
+    const s = w.slotOf(id);
+    await w.tick();
+    let expected = 0;
+    for (let i = 0; i < 600; i++) {
+      // Teleport across the Int32 range: |dx| + |dy| = 2 × 2^31 - 2 per tick.
+      const to = i % 2 === 0 ? 2 ** 31 - 1 : -(2 ** 31);
+      const from = w.positions.x[s];
+      w.positions.x[s] = to;
+      w.positions.y[s] = to;
+      expected = (expected + 2 * Math.abs(to - from)) % 2 ** 32;
+      await w.tick();
+    }
+    expect(w.odometer(id)).toBe(expected);
+  });
+});
