@@ -107,7 +107,8 @@ Config buildConfig(const ConfigInput& in) {
                     "verticalExtent must be at least 2 raw units (0.002 m), received " + num(in.verticalExtent));
   c.zBits = ceilLog2(static_cast<uint64_t>(c.verticalRaw));
 
-  c.viewRadiusRaw = metersToRaw(in.viewRadius);
+  // Compared in meters first: a huge radius would overflow the raw conversion.
+  c.viewRadiusRaw = in.viewRadius > in.regionSize ? c.regionRaw + 1 : metersToRaw(in.viewRadius);
   if (c.viewRadiusRaw < 1)
     throw CoreError("ERR_SIGHTLINE_CONFIG_NOT_POSITIVE",
                     "viewRadius must be at least 1 raw unit (1/1024 m), received " + num(in.viewRadius));
@@ -147,12 +148,14 @@ Config buildConfig(const ConfigInput& in) {
                         num(rawToMeters(c.cellRaw)) + " m)");
 
   // An entity may cross at most one cell boundary per axis per tick.
-  c.maxMovePerTickRaw = static_cast<int64_t>(std::ceil(in.maxSpeed * kRawPerMeter / in.tickHz));
-  if (c.maxMovePerTickRaw >= c.cellRaw)
+  // Compared as a double before the cast: a huge speed must not overflow int64.
+  double movePerTick = std::ceil(in.maxSpeed * kRawPerMeter / in.tickHz);
+  c.maxMovePerTickRaw = movePerTick >= static_cast<double>(c.cellRaw) ? c.cellRaw : static_cast<int64_t>(movePerTick);
+  if (movePerTick >= static_cast<double>(c.cellRaw))
     throw CoreError("ERR_SIGHTLINE_CONFIG_SPEED_EXCEEDS_CELL_PER_TICK",
                     "maxSpeed / tickHz must be less than one cell (" + num(rawToMeters(c.cellRaw)) +
                         " m) per tick, received " + num(in.maxSpeed) + " m/s at " + num(in.tickHz) + " Hz (" +
-                        num(rawToMeters(c.maxMovePerTickRaw)) + " m per tick)");
+                        num(movePerTick / kRawPerMeter) + " m per tick)");
 
   c.payloadBytes = requireInteger("payloadBytes", in.payloadBytes, 1, kMaxPayloadBytes);
   c.eventReserveBytes = requireInteger("eventReserveBytes", in.eventReserveBytes, 0, kMaxPayloadBytes);
@@ -182,9 +185,10 @@ Config buildConfig(const ConfigInput& in) {
   } else {
     requireFinitePositive("newDrift", in.newDrift);
     int64_t raw = metersToRaw(in.newDrift);
-    if (raw < 1 || raw > 0xffffffffLL)
+    if (in.newDrift > 4294967295.0 / kRawPerMeter || raw < 1 || raw > 0xffffffffLL)
       throw CoreError("ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE",
-                      "newDrift must be between 1/1024 m and 4194303 m, received " + num(in.newDrift));
+                      "newDrift must be between 1/1024 m and 4294967295/1024 m (raw 1 to 2^32 - 1), received " +
+                          num(in.newDrift));
     c.newDrift = static_cast<uint32_t>(raw);
   }
 
@@ -196,10 +200,11 @@ Config buildConfig(const ConfigInput& in) {
                                                                " entries, received " + num(in.bandWeights.size()));
     for (int b = 0; b < kBandCount; ++b) {
       double w = in.bandWeights[b];
+      std::string name = "bandWeights[" + num(b) + "]";
       if (w == 0)
         throw CoreError("ERR_SIGHTLINE_CONFIG_BAND_WEIGHT_ZERO",
-                        "bandWeights[" + num(b) + "] must be at least 1 (a zero weight would never send that band)");
-      c.bandWeights[b] = requireInteger("bandWeights[i]", w, 1, 4294967295.0);
+                        name + " must be at least 1 (a zero weight would never send that band), received 0");
+      c.bandWeights[b] = requireInteger(name.c_str(), w, 1, 4294967295.0);
     }
   }
 

@@ -1,0 +1,317 @@
+// Packet decoding (docs/wire-format.md): the client side of native/core/codec.h.
+// Browser-safe: imports nothing from Node, uses no BigInt.
+
+import { MAX_PAYLOAD_BYTES, DESPAWN_RECORD_BYTES, HEADER_BYTES, PROTOCOL_VERSION, RECORD_BYTES } from './config.js';
+import type { WorldConfig } from './config.js';
+import { SightlineError, describe } from './errors.js';
+import { toMeters } from './fixed.js';
+
+/**
+ * The configuration fields a decoder needs. A {@link WorldConfig} qualifies; so does a plain object
+ * carrying these five values (for instance one received from the server alongside its protocol hash).
+ */
+export type PacketLayoutConfig = Pick<WorldConfig, 'regionRaw' | 'regionShift' | 'verticalRaw' | 'zBits' | 'quantShift'>;
+
+/** Packet header fields. */
+export interface PacketHeader {
+  /** Protocol version, u8 (always 1). */
+  version: number;
+  /** Flags, u8 (always 0). */
+  flags: number;
+  /** Per-viewer packet sequence number, u16, wrapping. */
+  sequence: number;
+  /** Server tick the packet was assembled on, u32. */
+  tick: number;
+  /** Reserved, u16 (0). */
+  ack: number;
+  /** Reserved, u16 (0). */
+  ackBits: number;
+}
+
+/** One update record: an entity id and its position in meters. */
+export interface PacketUpdate {
+  /** Entity id, u32. */
+  id: number;
+  /** x, m, in [0, regionSize). */
+  x: number;
+  /** y, m, in [0, regionSize). */
+  y: number;
+  /** z, m, in [-verticalExtent / 2, verticalExtent / 2). */
+  z: number;
+}
+
+/** A decoded packet, positions in meters. */
+export interface DecodedPacket extends PacketHeader {
+  /** Entity ids the client should drop, in packet order. */
+  despawns: Uint32Array;
+  /** Entity positions, in packet order. */
+  updates: PacketUpdate[];
+}
+
+/**
+ * A decoded packet, positions in raw units (Int32, 1024 per meter), in reusable typed arrays.
+ * Entries past the counts are left over from earlier packets and are meaningless.
+ */
+export interface RawPacket extends PacketHeader {
+  /** Despawn records in this packet; entries [0, despawnCount) of `despawns` are valid. */
+  despawnCount: number;
+  /** Update records in this packet; entries [0, updateCount) of `ids`, `x`, `y`, `z` are valid. */
+  updateCount: number;
+  /** Despawned entity ids. */
+  despawns: Uint32Array;
+  /** Updated entity ids. */
+  ids: Uint32Array;
+  /** x, raw units, in [0, regionRaw). */
+  x: Int32Array;
+  /** y, raw units, in [0, regionRaw). */
+  y: Int32Array;
+  /** z, raw units, in [-(verticalRaw >> 1), verticalRaw - (verticalRaw >> 1)). */
+  z: Int32Array;
+}
+
+/**
+ * Allocates a {@link RawPacket} whose arrays hold any packet of up to `payloadBytes` bytes
+ * (default 1200): (payloadBytes - 16) / 4 despawns and (payloadBytes - 16) / 12 updates.
+ */
+export function createRawPacket(payloadBytes = 1200): RawPacket {
+  const state = Math.max(0, Math.floor(payloadBytes) - HEADER_BYTES);
+  const despawns = Math.floor(state / DESPAWN_RECORD_BYTES);
+  const updates = Math.floor(state / RECORD_BYTES);
+  return {
+    version: 0,
+    flags: 0,
+    sequence: 0,
+    tick: 0,
+    ack: 0,
+    ackBits: 0,
+    despawnCount: 0,
+    updateCount: 0,
+    despawns: new Uint32Array(despawns),
+    ids: new Uint32Array(updates),
+    x: new Int32Array(updates),
+    y: new Int32Array(updates),
+    z: new Int32Array(updates),
+  };
+}
+
+/**
+ * Decodes a packet into meters.
+ *
+ * @param bytes the whole packet (a `Uint8Array`; a Node `Buffer` qualifies)
+ * @param config the configuration the server runs (its protocol hash must match)
+ * @throws SightlineError with one of:
+ *   `ERR_SIGHTLINE_PACKET_NOT_BYTES` (bytes is not a Uint8Array),
+ *   `ERR_SIGHTLINE_PACKET_TRUNCATED` (shorter than the header, or than its counts imply),
+ *   `ERR_SIGHTLINE_PACKET_OVERSIZED` (longer than its counts imply, or than 65507 bytes),
+ *   `ERR_SIGHTLINE_PACKET_VERSION` (version byte other than 1),
+ *   `ERR_SIGHTLINE_PACKET_INCONSISTENT` (nonzero flags, an id twice in the packet, nonzero bits
+ *   above the packed position, or z outside the vertical extent).
+ */
+export function decodePacket(bytes: Uint8Array, config: PacketLayoutConfig): DecodedPacket {
+  const raw = decodeInto(bytes, config, undefined);
+  const n = raw.updateCount;
+  const updates: PacketUpdate[] = new Array<PacketUpdate>(n);
+  for (let i = 0; i < n; i++) {
+    updates[i] = { id: raw.ids[i], x: toMeters(raw.x[i]), y: toMeters(raw.y[i]), z: toMeters(raw.z[i]) };
+  }
+  return {
+    version: raw.version,
+    flags: raw.flags,
+    sequence: raw.sequence,
+    tick: raw.tick,
+    ack: raw.ack,
+    ackBits: raw.ackBits,
+    despawns: raw.despawns,
+    updates,
+  };
+}
+
+/**
+ * Decodes a packet into raw units (Int32, 1024 per meter), writing into `out` and returning it.
+ *
+ * Allocation-free when `out` is given and its arrays are long enough (see {@link createRawPacket});
+ * an array that is too short is replaced on `out` by a longer one, so read the arrays from the
+ * returned object rather than from references kept across calls. Without `out`, a new RawPacket
+ * with arrays of exactly the packet's counts is returned. Checks and errors are those of
+ * {@link decodePacket}; when it throws, the contents of `out` are unspecified.
+ */
+export function decodePacketRaw(bytes: Uint8Array, config: PacketLayoutConfig, out?: RawPacket): RawPacket {
+  return decodeInto(bytes, config, out);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function fail(code: string, message: string): never {
+  throw new SightlineError(code, message);
+}
+
+function u16(b: Uint8Array, i: number): number {
+  return b[i] | (b[i + 1] << 8);
+}
+
+function u32(b: Uint8Array, i: number): number {
+  return (b[i] | (b[i + 1] << 8) | (b[i + 2] << 16) | (b[i + 3] << 24)) >>> 0;
+}
+
+// Bits [offset, offset + width) of the u64 (hi · 2^32 + lo); width <= 26, offset + width <= 64.
+function field(lo: number, hi: number, offset: number, width: number): number {
+  const mask = 2 ** width - 1;
+  if (offset >= 32) return (hi >>> (offset - 32)) & mask;
+  if (offset + width <= 32) return (lo >>> offset) & mask;
+  const lowBits = 32 - offset;
+  return (lo >>> offset) + (hi & (2 ** (width - lowBits) - 1)) * 2 ** lowBits;
+}
+
+// Duplicate-id detection: an open-addressing set reused across calls. A slot is occupied when its
+// stamp equals the current stamp, so starting a packet costs nothing.
+let setKeys = new Uint32Array(0);
+let setStamps = new Uint32Array(0);
+let setStamp = 0;
+let setShift = 32;
+
+function beginIdSet(count: number): void {
+  let size = 16;
+  while (size < 2 * count) size *= 2;
+  if (setKeys.length < size) {
+    setKeys = new Uint32Array(size);
+    setStamps = new Uint32Array(size);
+    setStamp = 0;
+  }
+  setShift = 32 - (31 - Math.clz32(setKeys.length));
+  setStamp = (setStamp + 1) >>> 0;
+  if (setStamp === 0) {
+    setStamps.fill(0);
+    setStamp = 1;
+  }
+}
+
+// Adds id; false when it is already present.
+function addId(id: number): boolean {
+  const mask = setKeys.length - 1;
+  let h = Math.imul(id, 0x9e3779b1) >>> setShift;
+  for (;;) {
+    if (setStamps[h] !== setStamp) {
+      setStamps[h] = setStamp;
+      setKeys[h] = id;
+      return true;
+    }
+    if (setKeys[h] === id) return false;
+    h = (h + 1) & mask;
+  }
+}
+
+function decodeInto(bytes: Uint8Array, config: PacketLayoutConfig, out: RawPacket | undefined): RawPacket {
+  if (Object.prototype.toString.call(bytes) !== '[object Uint8Array]')
+    fail('ERR_SIGHTLINE_PACKET_NOT_BYTES', `packet must be a Uint8Array, received ${describe(bytes)}`);
+  const len = bytes.length;
+  if (len > MAX_PAYLOAD_BYTES)
+    fail('ERR_SIGHTLINE_PACKET_OVERSIZED', `packet is ${len} bytes, more than the largest payload (${MAX_PAYLOAD_BYTES})`);
+  if (len < HEADER_BYTES)
+    fail('ERR_SIGHTLINE_PACKET_TRUNCATED', `packet is ${len} bytes, shorter than the ${HEADER_BYTES}-byte header`);
+
+  const version = bytes[0];
+  if (version !== PROTOCOL_VERSION)
+    fail('ERR_SIGHTLINE_PACKET_VERSION', `packet version must be ${PROTOCOL_VERSION}, received ${version}`);
+  const flags = bytes[1];
+  if (flags !== 0) fail('ERR_SIGHTLINE_PACKET_INCONSISTENT', `packet flags must be 0, received ${flags}`);
+  const despawnCount = u16(bytes, 12);
+  const updateCount = u16(bytes, 14);
+  const expected = HEADER_BYTES + despawnCount * DESPAWN_RECORD_BYTES + updateCount * RECORD_BYTES;
+  if (len < expected)
+    fail(
+      'ERR_SIGHTLINE_PACKET_TRUNCATED',
+      `packet is ${len} bytes, but its header announces ${despawnCount} despawns and ${updateCount} updates (${expected} bytes)`,
+    );
+  if (len > expected)
+    fail(
+      'ERR_SIGHTLINE_PACKET_OVERSIZED',
+      `packet is ${len} bytes, but its header announces ${despawnCount} despawns and ${updateCount} updates (${expected} bytes): ${len - expected} trailing bytes`,
+    );
+
+  // Every read below lies inside [0, expected), and expected == len.
+  if (out === undefined) {
+    out = {
+      version: 0,
+      flags: 0,
+      sequence: 0,
+      tick: 0,
+      ack: 0,
+      ackBits: 0,
+      despawnCount: 0,
+      updateCount: 0,
+      despawns: new Uint32Array(despawnCount),
+      ids: new Uint32Array(updateCount),
+      x: new Int32Array(updateCount),
+      y: new Int32Array(updateCount),
+      z: new Int32Array(updateCount),
+    };
+  } else {
+    if (out.despawns.length < despawnCount) out.despawns = new Uint32Array(despawnCount);
+    if (out.ids.length < updateCount) out.ids = new Uint32Array(updateCount);
+    if (out.x.length < updateCount) out.x = new Int32Array(updateCount);
+    if (out.y.length < updateCount) out.y = new Int32Array(updateCount);
+    if (out.z.length < updateCount) out.z = new Int32Array(updateCount);
+  }
+  out.version = version;
+  out.flags = flags;
+  out.sequence = u16(bytes, 2);
+  out.tick = u32(bytes, 4);
+  out.ack = u16(bytes, 8);
+  out.ackBits = u16(bytes, 10);
+  out.despawnCount = despawnCount;
+  out.updateCount = updateCount;
+
+  beginIdSet(despawnCount + updateCount);
+
+  const despawns = out.despawns;
+  let p = HEADER_BYTES;
+  for (let i = 0; i < despawnCount; i++, p += DESPAWN_RECORD_BYTES) {
+    const id = u32(bytes, p);
+    if (!addId(id)) fail('ERR_SIGHTLINE_PACKET_INCONSISTENT', `despawn record ${i}: entity ${id} appears twice in the packet`);
+    despawns[i] = id;
+  }
+
+  // Position layout: x in bits [0, B), y in [B, 2B), z in [2B, 2B + Z); value = field << q.
+  const q = config.quantShift;
+  const B = config.regionShift - q;
+  const Z = config.zBits - q;
+  const used = 2 * B + Z;
+  const scale = 2 ** q;
+  const regionRaw = config.regionRaw;
+  const verticalRaw = config.verticalRaw;
+  const zHalf = Math.floor(verticalRaw / 2);
+  const ids = out.ids;
+  const xs = out.x;
+  const ys = out.y;
+  const zs = out.z;
+  for (let i = 0; i < updateCount; i++, p += RECORD_BYTES) {
+    const id = u32(bytes, p);
+    const lo = u32(bytes, p + 4);
+    const hi = u32(bytes, p + 8);
+    if (!addId(id)) fail('ERR_SIGHTLINE_PACKET_INCONSISTENT', `update record ${i}: entity ${id} appears twice in the packet`);
+    const unused = used >= 64 ? 0 : used >= 32 ? hi >>> (used - 32) : (lo >>> used) | hi;
+    if (unused !== 0)
+      fail(
+        'ERR_SIGHTLINE_PACKET_INCONSISTENT',
+        `update record ${i} (entity ${id}): bits above bit ${used} of the packed position must be 0`,
+      );
+    const x = field(lo, hi, 0, B) * scale;
+    const y = field(lo, hi, B, B) * scale;
+    const zOffset = field(lo, hi, 2 * B, Z) * scale;
+    if (x >= regionRaw || y >= regionRaw)
+      fail(
+        'ERR_SIGHTLINE_PACKET_INCONSISTENT',
+        `update record ${i} (entity ${id}): position (${x}, ${y}) raw lies outside the region [0, ${regionRaw})`,
+      );
+    if (zOffset >= verticalRaw)
+      fail(
+        'ERR_SIGHTLINE_PACKET_INCONSISTENT',
+        `update record ${i} (entity ${id}): z ${zOffset - zHalf} raw lies outside the vertical extent [${-zHalf}, ${verticalRaw - zHalf})`,
+      );
+    ids[i] = id;
+    xs[i] = x;
+    ys[i] = y;
+    zs[i] = zOffset - zHalf;
+  }
+  return out;
+}

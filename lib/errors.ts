@@ -1,0 +1,77 @@
+// Errors raised by sightline: a stable machine-readable code plus a message naming the received
+// value and what is valid. Browser-safe: imports nothing from Node.
+
+/**
+ * An error raised by sightline.
+ *
+ * `code` is a stable string of the form `ERR_SIGHTLINE_…`; match on it rather than on the message.
+ * Codes raised by the TypeScript layer:
+ *
+ * - `ERR_SIGHTLINE_INVALID_ARGUMENT`: an argument of the wrong kind (e.g. a config that is not an object).
+ * - `ERR_SIGHTLINE_CONFIG_*`: `WorldConfig.build` (the same codes the native engine raises
+ *   for the same input; see lib/config.ts).
+ * - `ERR_SIGHTLINE_PACKET_*`: `decodePacket` / `decodePacketRaw` (see lib/decode.ts).
+ */
+export class SightlineError extends Error {
+  /** Stable error code, `ERR_SIGHTLINE_…`. */
+  readonly code: string;
+
+  constructor(code: string, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+Object.defineProperty(SightlineError.prototype, 'name', {
+  value: 'SightlineError',
+  writable: true,
+  enumerable: false,
+  configurable: true,
+});
+
+// Longest string rendered in full by describe(); longer ones are cut and marked with an ellipsis.
+const MAX_STRING_CHARS = 64;
+
+/**
+ * Renders a received value for an error message.
+ *
+ * Numbers as JavaScript prints them (`NaN`, `Infinity`, `-Infinity`, `-0`), strings quoted,
+ * bigints with an `n` suffix, `null` / `undefined` / booleans by name, arrays and typed arrays
+ * by kind and length, other objects by type (`an object`, `an instance of Map`).
+ */
+export function describe(value: unknown): string {
+  switch (typeof value) {
+    case 'number':
+      return Object.is(value, -0) ? '-0' : String(value);
+    case 'bigint':
+      return `${value}n`;
+    case 'string': {
+      const cut = value.length > MAX_STRING_CHARS ? `${value.slice(0, MAX_STRING_CHARS)}…` : value;
+      return JSON.stringify(cut);
+    }
+    case 'boolean':
+      return String(value);
+    case 'undefined':
+      return 'undefined';
+    case 'symbol':
+      return value.toString();
+    case 'function':
+      return value.name ? `function ${value.name}` : 'a function';
+  }
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return `an array of length ${value.length}`;
+  const tag = Object.prototype.toString.call(value).slice(8, -1);
+  if (ArrayBuffer.isView(value)) {
+    return tag === 'DataView' ? `a DataView of ${value.byteLength} bytes` : `a ${tag} of length ${(value as unknown as ArrayLike<unknown>).length}`;
+  }
+  if (tag === 'ArrayBuffer') return `an ArrayBuffer of ${(value as ArrayBuffer).byteLength} bytes`;
+  let name: unknown;
+  try {
+    const proto: unknown = Object.getPrototypeOf(value);
+    name = proto === null ? undefined : (proto as { constructor?: { name?: unknown } }).constructor?.name;
+  } catch {
+    name = undefined;
+  }
+  if (typeof name !== 'string' || name === '' || name === 'Object') return 'an object';
+  return `an instance of ${name}`;
+}

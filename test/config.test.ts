@@ -1,0 +1,414 @@
+import { readFileSync } from 'node:fs';
+import { describe, it, expect } from 'vitest';
+
+import {
+  BAND_COUNT,
+  CONFIG_FIELDS,
+  DESPAWN_RECORD_BYTES,
+  HEADER_BYTES,
+  MAX_CELL_RADIUS,
+  MAX_CELLS_PER_AXIS,
+  MAX_PAYLOAD_BYTES,
+  MAX_REGION_METERS,
+  PROTOCOL_VERSION,
+  RECORD_BYTES,
+  UNCAPPED_WALK,
+  WorldConfig,
+  defaultBandWeights,
+  protocolHash,
+} from '../lib/config.js';
+import type { WorldConfigInput } from '../lib/config.js';
+import { SightlineError } from '../lib/errors.js';
+
+const vectors = JSON.parse(readFileSync(new URL('./vectors/packets.json', import.meta.url), 'utf8')) as {
+  config: { protocolHash: number };
+};
+
+function ones(n: number, last?: unknown): unknown[] {
+  const a: unknown[] = new Array(n).fill(1);
+  if (last !== undefined) a[n - 1] = last;
+  return a;
+}
+
+// Builds a config that must fail; returns the error after checking its class and code.
+function rejection(input: unknown, code: string): SightlineError {
+  let caught: unknown;
+  try {
+    WorldConfig.build(input as WorldConfigInput);
+  } catch (e) {
+    caught = e;
+  }
+  expect(caught, `expected ${code}`).toBeInstanceOf(SightlineError);
+  const err = caught as SightlineError;
+  expect(err.code).toBe(code);
+  expect(err.name).toBe('SightlineError');
+  return err;
+}
+
+describe('constants', () => {
+  it('match native/core/config.h', () => {
+    expect(PROTOCOL_VERSION).toBe(1);
+    expect(HEADER_BYTES).toBe(16);
+    expect(RECORD_BYTES).toBe(12);
+    expect(DESPAWN_RECORD_BYTES).toBe(4);
+    expect(MAX_CELL_RADIUS).toBe(8);
+    expect(MAX_CELLS_PER_AXIS).toBe(1024);
+    expect(MAX_REGION_METERS).toBe(65536);
+    expect(MAX_PAYLOAD_BYTES).toBe(65507);
+    expect(BAND_COUNT).toBe(64);
+    expect(UNCAPPED_WALK).toBe(2147483647);
+  });
+});
+
+describe('WorldConfig.build defaults', () => {
+  const c = WorldConfig.build();
+
+  it('derives every field', () => {
+    expect(c.regionRaw).toBe(4194304);
+    expect(c.regionShift).toBe(22);
+    expect(c.verticalRaw).toBe(1048576);
+    expect(c.zBits).toBe(20);
+    expect(c.viewRadiusRaw).toBe(262144);
+    expect(c.viewRadiusSq).toBe(262144 * 262144);
+    expect(c.cellRaw).toBe(131072);
+    expect(c.cellSize).toBe(128);
+    expect(c.cellShift).toBe(17);
+    expect(c.cellsPerAxis).toBe(32);
+    expect(c.cellCount).toBe(1024);
+    expect(c.cellRadius).toBe(2);
+    expect(c.maxMovePerTickRaw).toBe(2048);
+    expect(c.payloadBytes).toBe(1200);
+    expect(c.eventReserveBytes).toBe(0);
+    expect(c.slotsPerPacket).toBe(98);
+    expect(c.walkCap).toBe(256);
+    expect(c.ghostCap).toBe(256);
+    expect(c.ghostTableCapacity).toBe(512);
+    expect(c.graceTicks).toBe(10);
+    expect(c.denseCellThreshold).toBe(512);
+    expect(c.subGridDivisions).toBe(8);
+    expect(c.subShift).toBe(14);
+    expect(c.newDrift).toBe(262144);
+    expect(c.quantShift).toBe(0);
+    expect(c.bandWeights).toEqual(defaultBandWeights());
+    expect(c.protocolHash).toBe(vectors.config.protocolHash);
+  });
+
+  it('fills the authored values', () => {
+    expect(c.input).toEqual({
+      regionSize: 4096,
+      verticalExtent: 1024,
+      viewRadius: 256,
+      maxSpeed: 40,
+      tickHz: 20,
+      cellSize: 128,
+      payloadBytes: 1200,
+      eventReserveBytes: 0,
+      walkCap: 256,
+      ghostCap: 256,
+      graceTicks: 10,
+      denseCellThreshold: 512,
+      subGridDivisions: 8,
+      newDrift: 256,
+      bandWeights: undefined,
+    });
+    expect(Object.keys(c.input)).toEqual([...CONFIG_FIELDS]);
+  });
+
+  it('is frozen', () => {
+    expect(Object.isFrozen(c)).toBe(true);
+    expect(Object.isFrozen(c.input)).toBe(true);
+    expect(Object.isFrozen(c.bandWeights)).toBe(true);
+  });
+
+  it('treats undefined, cellSize 0, newDrift -1 and an empty or null bandWeights as defaults', () => {
+    expect(WorldConfig.build({ regionSize: undefined, cellSize: 0, newDrift: -1, bandWeights: [] })).toEqual(c);
+    expect(WorldConfig.build({ bandWeights: null })).toEqual(c);
+    expect(WorldConfig.build({ bandWeights: undefined })).toEqual(c);
+  });
+
+  it('passes the filled input back unchanged', () => {
+    expect(WorldConfig.build(c.input)).toEqual(c);
+  });
+});
+
+describe('defaultBandWeights', () => {
+  const w = defaultBandWeights();
+
+  it('is 1/d: 2^31 / 2^(b/2), rounded, at least 1', () => {
+    expect(w).toHaveLength(64);
+    const known: Record<number, number> = {
+      0: 2147483648,
+      1: 1518500250,
+      2: 1073741824,
+      3: 759250125,
+      5: 379625062,
+      7: 189812531,
+      31: 46341,
+      33: 23170,
+      45: 362,
+      57: 6,
+      59: 3,
+      60: 2,
+      61: 1,
+      62: 1,
+      63: 1,
+    };
+    for (const [b, v] of Object.entries(known)) expect(w[Number(b)], `band ${b}`).toBe(v);
+    for (let b = 0; b < 64; b += 2) expect(w[b]).toBe(2 ** (31 - b / 2));
+  });
+
+  it('never increases and stays within u32', () => {
+    for (let b = 1; b < 64; b++) expect(w[b]).toBeLessThanOrEqual(w[b - 1]);
+    for (const v of w) {
+      expect(Number.isInteger(v)).toBe(true);
+      expect(v).toBeGreaterThanOrEqual(1);
+      expect(v).toBeLessThanOrEqual(0xffffffff);
+    }
+  });
+});
+
+describe('WorldConfig.build overrides', () => {
+  it('uses an authored cell size', () => {
+    const c = WorldConfig.build({ cellSize: 64 });
+    expect(c.cellRaw).toBe(65536);
+    expect(c.cellShift).toBe(16);
+    expect(c.cellsPerAxis).toBe(64);
+    expect(c.cellRadius).toBe(4);
+    expect(c.subShift).toBe(13);
+    expect(c.input.cellSize).toBe(64);
+  });
+
+  it('derives the cell from the view radius', () => {
+    // 100 m radius: half is 50 m; the largest power of two <= 51200 raw is 32768 (32 m).
+    const c = WorldConfig.build({ viewRadius: 100 });
+    expect(c.cellRaw).toBe(32768);
+    expect(c.cellSize).toBe(32);
+    expect(c.cellRadius).toBe(4);
+    expect(c.newDrift).toBe(102400);
+    expect(c.input.newDrift).toBe(100);
+  });
+
+  it('maps walkCap Infinity to the uncapped value', () => {
+    const c = WorldConfig.build({ walkCap: Infinity });
+    expect(c.walkCap).toBe(2147483647);
+    expect(c.input.walkCap).toBe(Infinity);
+  });
+
+  it('subtracts the event reserve from the slots', () => {
+    expect(WorldConfig.build({ eventReserveBytes: 100 }).slotsPerPacket).toBe(90);
+    expect(WorldConfig.build({ payloadBytes: 28 }).slotsPerPacket).toBe(1);
+    expect(WorldConfig.build({ payloadBytes: 65507 }).slotsPerPacket).toBe(5457);
+  });
+
+  it('quantizes positions when they do not fit 64 bits', () => {
+    // 2 * 26 + 20 - 64 = 8 excess bits: q = ceil(8 / 3) = 3.
+    expect(WorldConfig.build({ regionSize: 65536 }).quantShift).toBe(3);
+    // 2 * 26 + 26 - 64 = 14: q = 5.
+    const big = WorldConfig.build({ regionSize: 65536, verticalExtent: 65536 });
+    expect(big.quantShift).toBe(5);
+    expect(big.zBits).toBe(26);
+    // 2 * 23 + 20 - 64 = 2: q = 1.
+    expect(WorldConfig.build({ regionSize: 8192 }).quantShift).toBe(1);
+    expect(WorldConfig.build({ regionSize: 4096, verticalExtent: 2048 }).quantShift).toBe(1);
+  });
+
+  it('rounds the vertical extent to raw units, ties away from zero', () => {
+    const c = WorldConfig.build({ verticalExtent: 1000.0004882812 });
+    expect(c.verticalRaw).toBe(1024000);
+    expect(WorldConfig.build({ verticalExtent: 2.5 / 1024 }).verticalRaw).toBe(3);
+    expect(WorldConfig.build({ verticalExtent: 2 / 1024 }).zBits).toBe(1);
+    expect(WorldConfig.build({ verticalExtent: 1000 }).zBits).toBe(20);
+  });
+
+  it('accepts the smallest region', () => {
+    const c = WorldConfig.build({ regionSize: 1, viewRadius: 0.25, maxSpeed: 0.001 });
+    expect(c.regionRaw).toBe(1024);
+    expect(c.regionShift).toBe(10);
+    expect(c.cellRaw).toBe(128);
+    expect(c.cellsPerAxis).toBe(8);
+    expect(c.maxMovePerTickRaw).toBe(1);
+  });
+
+  it('accepts the range limits', () => {
+    const c = WorldConfig.build({
+      walkCap: 2147483647,
+      ghostCap: 16384,
+      graceTicks: 0,
+      denseCellThreshold: 2 ** 30,
+      subGridDivisions: 16,
+    });
+    expect(c.ghostTableCapacity).toBe(32768);
+    expect(c.subShift).toBe(13);
+    expect(WorldConfig.build({ subGridDivisions: 2 }).subShift).toBe(16);
+  });
+
+  it('copies authored band weights', () => {
+    const w = Array.from({ length: 64 }, (_, b) => 64 - b);
+    const c = WorldConfig.build({ bandWeights: w });
+    expect(c.bandWeights).toEqual(w);
+    expect(c.bandWeights).not.toBe(w);
+    expect(c.input.bandWeights).toEqual(w);
+    w[0] = 1000;
+    expect(c.bandWeights[0]).toBe(64);
+  });
+});
+
+describe('WorldConfig.build rejections', () => {
+  // [input, code, text the message must contain]
+  const cases: Array<[string, unknown, string, string[]]> = [
+    ['null input', null, 'ERR_SIGHTLINE_INVALID_ARGUMENT', ['null']],
+    ['number input', 5, 'ERR_SIGHTLINE_INVALID_ARGUMENT', ['5']],
+    ['array input', [], 'ERR_SIGHTLINE_INVALID_ARGUMENT', ['array']],
+    ['unknown field', { radius: 5 }, 'ERR_SIGHTLINE_CONFIG_UNKNOWN_FIELD', ['"radius"', 'viewRadius', 'bandWeights']],
+    ['NaN', { regionSize: NaN }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE', ['regionSize', 'NaN']],
+    ['Infinity', { viewRadius: Infinity }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE', ['viewRadius', 'Infinity']],
+    ['string', { payloadBytes: '1200' }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE', ['payloadBytes', '"1200"']],
+    ['null field', { tickHz: null }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE', ['tickHz', 'null']],
+    ['string cell', { cellSize: 'big' }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE', ['cellSize', '"big"']],
+    ['boolean drift', { newDrift: true }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE', ['newDrift', 'true']],
+    ['-Infinity walk', { walkCap: -Infinity }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE', ['walkCap', '-Infinity']],
+    ['bandWeights string', { bandWeights: 'abc' }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['bandWeights', '"abc"']],
+    ['bandWeights typed array', { bandWeights: new Uint32Array(64).fill(1) }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['bandWeights', 'Uint32Array']],
+    ['band weight NaN', { bandWeights: ones(64, NaN) }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE', ['bandWeights[63]', 'NaN']],
+    ['band weight string', { bandWeights: ones(64, '1') }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE', ['bandWeights[63]', '"1"']],
+    ['zero region', { regionSize: 0 }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', ['regionSize', '0']],
+    ['negative speed', { maxSpeed: -1 }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', ['maxSpeed', '-1']],
+    ['-0 tick rate', { tickHz: -0 }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', ['tickHz', '-0']],
+    ['vertical 0', { verticalExtent: 0 }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', ['verticalExtent', '0']],
+    ['radius below 1 raw', { viewRadius: 0.0004 }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', ['viewRadius', '0.0004']],
+    ['negative cell', { cellSize: -128 }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', ['cellSize', '-128']],
+    ['zero payload', { payloadBytes: 0 }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', ['payloadBytes', '0']],
+    ['negative ghost cap', { ghostCap: -5 }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', ['ghostCap', '-5']],
+    ['negative drift', { newDrift: -2 }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', ['newDrift', '-2']],
+    ['negative band weight', { bandWeights: ones(64, -1) }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', ['bandWeights[63]', '-1']],
+    ['fractional payload', { payloadBytes: 1200.5 }, 'ERR_SIGHTLINE_CONFIG_NOT_INTEGER', ['payloadBytes', '1200.5']],
+    ['fractional grace', { graceTicks: -0.5 }, 'ERR_SIGHTLINE_CONFIG_NOT_INTEGER', ['graceTicks', '-0.5']],
+    ['fractional walk', { walkCap: 2.5 }, 'ERR_SIGHTLINE_CONFIG_NOT_INTEGER', ['walkCap', '2.5']],
+    ['fractional band weight', { bandWeights: ones(64, 1.5) }, 'ERR_SIGHTLINE_CONFIG_NOT_INTEGER', ['bandWeights[63]', '1.5']],
+    ['region too large', { regionSize: 131072 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['regionSize', '65536', '131072']],
+    ['vertical too large', { verticalExtent: 70000 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['verticalExtent', '70000']],
+    ['vertical below 2 raw', { verticalExtent: 0.001 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['verticalExtent', '0.001']],
+    ['too many cells', { regionSize: 65536, viewRadius: 64 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['1024', '2048', '32 m']],
+    ['payload too large', { payloadBytes: 70000 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['payloadBytes', '65507', '70000']],
+    ['negative reserve', { eventReserveBytes: -1 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['eventReserveBytes', '-1']],
+    ['walk too large', { walkCap: 2 ** 31 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['walkCap', '2147483648']],
+    ['ghost cap too large', { ghostCap: 16385 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['ghostCap', '16385']],
+    ['grace too large', { graceTicks: 30001 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['graceTicks', '30001']],
+    ['negative grace', { graceTicks: -1 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['graceTicks', '-1']],
+    ['dense too large', { denseCellThreshold: 2 ** 30 + 1 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['denseCellThreshold', '1073741825']],
+    ['sub-grid too large', { subGridDivisions: 32 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['subGridDivisions', '32']],
+    ['sub-grid 1', { subGridDivisions: 1 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['subGridDivisions', '1']],
+    ['sub-grid 6', { subGridDivisions: 6 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['subGridDivisions', '6']],
+    ['sub-grid above cell raw', { regionSize: 1, viewRadius: 0.015, maxSpeed: 0.0001, subGridDivisions: 16 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['subGridDivisions', '16']],
+    ['drift too large', { newDrift: 5e6 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['newDrift', '5000000']],
+    ['drift below 1 raw', { newDrift: 0.0004 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['newDrift', '0.0004']],
+    ['63 band weights', { bandWeights: ones(63) }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['bandWeights', '64', '63']],
+    ['band weight above u32', { bandWeights: ones(64, 2 ** 32) }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['bandWeights[63]', '4294967296']],
+    ['region 3000', { regionSize: 3000 }, 'ERR_SIGHTLINE_CONFIG_REGION_NOT_POWER_OF_TWO', ['regionSize', '3000']],
+    ['region 4096.5', { regionSize: 4096.5 }, 'ERR_SIGHTLINE_CONFIG_REGION_NOT_POWER_OF_TWO', ['4096.5']],
+    ['region 0.5', { regionSize: 0.5 }, 'ERR_SIGHTLINE_CONFIG_REGION_NOT_POWER_OF_TWO', ['0.5']],
+    ['radius above region', { regionSize: 1024, viewRadius: 2000 }, 'ERR_SIGHTLINE_CONFIG_RADIUS_EXCEEDS_REGION', ['viewRadius', '1024', '2000']],
+    ['cell 100', { cellSize: 100 }, 'ERR_SIGHTLINE_CONFIG_CELL_NOT_POWER_OF_TWO', ['cellSize', '100']],
+    ['cell above region', { cellSize: 8192 }, 'ERR_SIGHTLINE_CONFIG_CELL_NOT_POWER_OF_TWO', ['8192', '4096']],
+    ['cell below 1 raw', { cellSize: 0.0001 }, 'ERR_SIGHTLINE_CONFIG_CELL_NOT_POWER_OF_TWO', ['0.0001']],
+    ['cell radius 16', { cellSize: 16 }, 'ERR_SIGHTLINE_CONFIG_CELL_RADIUS_TOO_LARGE', ['16', '256', '8']],
+    ['speed one cell per tick', { maxSpeed: 2560 }, 'ERR_SIGHTLINE_CONFIG_SPEED_EXCEEDS_CELL_PER_TICK', ['2560', '20 Hz', '128 m']],
+    ['slow ticks', { tickHz: 0.25 }, 'ERR_SIGHTLINE_CONFIG_SPEED_EXCEEDS_CELL_PER_TICK', ['40 m/s', '0.25 Hz', '160 m per tick']],
+    ['payload 27', { payloadBytes: 27 }, 'ERR_SIGHTLINE_CONFIG_PAYLOAD_TOO_SMALL', ['at least 28', '27']],
+    ['reserve fills payload', { eventReserveBytes: 1200 }, 'ERR_SIGHTLINE_CONFIG_PAYLOAD_TOO_SMALL', ['1200', 'at least 1228']],
+    ['band weight 0', { bandWeights: ones(64, 0) }, 'ERR_SIGHTLINE_CONFIG_BAND_WEIGHT_ZERO', ['bandWeights[63]', '0']],
+    ['band weight -0', { bandWeights: ones(64, -0) }, 'ERR_SIGHTLINE_CONFIG_BAND_WEIGHT_ZERO', ['bandWeights[63]']],
+  ];
+
+  for (const [name, input, code, texts] of cases) {
+    it(`${name}: ${code}`, () => {
+      const err = rejection(input, code);
+      for (const t of texts) expect(err.message).toContain(t);
+    });
+  }
+
+  it('reaches every code', () => {
+    const codes = new Set(cases.map((c) => c[2]));
+    expect([...codes].sort()).toEqual(
+      [
+        'ERR_SIGHTLINE_CONFIG_BAND_WEIGHT_ZERO',
+        'ERR_SIGHTLINE_CONFIG_CELL_NOT_POWER_OF_TWO',
+        'ERR_SIGHTLINE_CONFIG_CELL_RADIUS_TOO_LARGE',
+        'ERR_SIGHTLINE_CONFIG_NOT_FINITE',
+        'ERR_SIGHTLINE_CONFIG_NOT_INTEGER',
+        'ERR_SIGHTLINE_INVALID_ARGUMENT',
+        'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE',
+        'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',
+        'ERR_SIGHTLINE_CONFIG_PAYLOAD_TOO_SMALL',
+        'ERR_SIGHTLINE_CONFIG_RADIUS_EXCEEDS_REGION',
+        'ERR_SIGHTLINE_CONFIG_REGION_NOT_POWER_OF_TWO',
+        'ERR_SIGHTLINE_CONFIG_SPEED_EXCEEDS_CELL_PER_TICK',
+        'ERR_SIGHTLINE_CONFIG_UNKNOWN_FIELD',
+      ].sort(),
+    );
+  });
+
+  it('checks fields in the native order', () => {
+    // Unknown fields come before any value check.
+    rejection({ regionSize: NaN, colour: 'red' }, 'ERR_SIGHTLINE_CONFIG_UNKNOWN_FIELD');
+    // Types (as the addon reads the object) come before values.
+    rejection({ regionSize: -1, payloadBytes: 'x' }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE');
+    rejection({ regionSize: 3000, bandWeights: [1, 'x'] }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE');
+    rejection({ regionSize: 3000, bandWeights: 5 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE');
+    // NaN is a number: it fails where the value is checked.
+    rejection({ regionSize: -1, payloadBytes: NaN }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE');
+    rejection({ payloadBytes: -1, regionSize: NaN }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE');
+    // All five positive quantities before the region's power-of-two check.
+    rejection({ regionSize: 3000, tickHz: 0 }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE');
+    // Cell before speed, speed before payload.
+    rejection({ cellSize: 100, maxSpeed: 1e6 }, 'ERR_SIGHTLINE_CONFIG_CELL_NOT_POWER_OF_TWO');
+    rejection({ maxSpeed: 1e6, payloadBytes: 1 }, 'ERR_SIGHTLINE_CONFIG_SPEED_EXCEEDS_CELL_PER_TICK');
+    // Payload size before the caps; a zero band weight before the length of later entries.
+    rejection({ payloadBytes: 20, walkCap: 0 }, 'ERR_SIGHTLINE_CONFIG_PAYLOAD_TOO_SMALL');
+    rejection({ bandWeights: [1, 0, NaN, ...ones(61)] }, 'ERR_SIGHTLINE_CONFIG_BAND_WEIGHT_ZERO');
+  });
+});
+
+describe('protocolHash', () => {
+  const base = WorldConfig.build();
+
+  it('is FNV-1a over the decode-relevant words', () => {
+    expect(protocolHash(4194304, 1048576, 0)).toBe(vectors.config.protocolHash);
+    expect(base.protocolHash).toBe(protocolHash(base.regionRaw, base.verticalRaw, base.quantShift));
+    expect(Number.isInteger(base.protocolHash)).toBe(true);
+    expect(base.protocolHash).toBeGreaterThanOrEqual(0);
+    expect(base.protocolHash).toBeLessThanOrEqual(0xffffffff);
+  });
+
+  it('changes with every decode-relevant value', () => {
+    const hashes = new Set([
+      base.protocolHash,
+      WorldConfig.build({ regionSize: 2048 }).protocolHash,
+      WorldConfig.build({ regionSize: 8192 }).protocolHash,
+      WorldConfig.build({ verticalExtent: 512 }).protocolHash,
+      WorldConfig.build({ verticalExtent: 1000 }).protocolHash,
+      WorldConfig.build({ verticalExtent: 1024 + 1 / 1024 }).protocolHash,
+      protocolHash(base.regionRaw, base.verticalRaw, 1),
+    ]);
+    expect(hashes.size).toBe(7);
+  });
+
+  it('ignores values that do not affect decoding', () => {
+    const same: WorldConfigInput[] = [
+      { viewRadius: 100 },
+      { maxSpeed: 10 },
+      { tickHz: 60 },
+      { cellSize: 64 },
+      { payloadBytes: 500 },
+      { eventReserveBytes: 100 },
+      { walkCap: Infinity },
+      { ghostCap: 64 },
+      { graceTicks: 0 },
+      { denseCellThreshold: 64 },
+      { subGridDivisions: 4 },
+      { newDrift: 10 },
+      { bandWeights: ones(64) as number[] },
+    ];
+    for (const input of same) expect(WorldConfig.build(input).protocolHash, JSON.stringify(input)).toBe(base.protocolHash);
+  });
+});

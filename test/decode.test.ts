@@ -1,0 +1,410 @@
+import { readFileSync } from 'node:fs';
+import { describe, it, expect } from 'vitest';
+
+import { WorldConfig } from '../lib/config.js';
+import { createRawPacket, decodePacket, decodePacketRaw } from '../lib/decode.js';
+import { SightlineError } from '../lib/errors.js';
+
+interface VectorUpdate {
+  id: number;
+  x: number;
+  y: number;
+  z: number;
+  xRaw: number;
+  yRaw: number;
+  zRaw: number;
+}
+
+interface Vectors {
+  config: { regionRaw: number; regionShift: number; verticalRaw: number; zBits: number; quantShift: number };
+  packets: Array<{
+    name: string;
+    bytes: number;
+    hex: string;
+    expected: {
+      version: number;
+      flags: number;
+      sequence: number;
+      tick: number;
+      ack: number;
+      ackBits: number;
+      despawns: number[];
+      updates: VectorUpdate[];
+    };
+  }>;
+  rejects: Array<{ name: string; bytes: number; hex: string; code: string }>;
+}
+
+const vectors = JSON.parse(readFileSync(new URL('./vectors/packets.json', import.meta.url), 'utf8')) as Vectors;
+const config = WorldConfig.build();
+
+function fromHex(hex: string): Uint8Array {
+  const out = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  return out;
+}
+
+function codeOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof SightlineError) return e.code;
+    throw e;
+  }
+  return 'no error';
+}
+
+function errorOf(fn: () => unknown): SightlineError {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof SightlineError) return e;
+    throw e;
+  }
+  throw new Error('expected a SightlineError');
+}
+
+// ---------------------------------------------------------------------------------------------
+// A tiny encoder, written from docs/wire-format.md (BigInt is fine here).
+
+interface Layout {
+  regionRaw: number;
+  regionShift: number;
+  verticalRaw: number;
+  zBits: number;
+  quantShift: number;
+}
+
+interface Update {
+  id: number;
+  x: number;
+  y: number;
+  z: number;
+}
+
+function pack(c: Layout, x: number, y: number, z: number): bigint {
+  const q = BigInt(c.quantShift);
+  const bits = BigInt(c.regionShift - c.quantShift);
+  const zHalf = Math.floor(c.verticalRaw / 2);
+  const zz = Math.min(Math.max(z + zHalf, 0), c.verticalRaw - 1);
+  return (BigInt(x) >> q) | ((BigInt(y) >> q) << bits) | ((BigInt(zz) >> q) << (2n * bits));
+}
+
+function encode(
+  c: Layout,
+  h: { sequence: number; tick: number; flags?: number; version?: number },
+  despawns: number[],
+  updates: Update[],
+): Uint8Array {
+  const bytes = new Uint8Array(16 + 4 * despawns.length + 12 * updates.length);
+  const v = new DataView(bytes.buffer);
+  v.setUint8(0, h.version ?? 1);
+  v.setUint8(1, h.flags ?? 0);
+  v.setUint16(2, h.sequence, true);
+  v.setUint32(4, h.tick, true);
+  v.setUint16(8, 0, true);
+  v.setUint16(10, 0, true);
+  v.setUint16(12, despawns.length, true);
+  v.setUint16(14, updates.length, true);
+  let p = 16;
+  for (const d of despawns) {
+    v.setUint32(p, d, true);
+    p += 4;
+  }
+  for (const u of updates) {
+    v.setUint32(p, u.id, true);
+    v.setBigUint64(p + 4, pack(c, u.x, u.y, u.z), true);
+    p += 12;
+  }
+  return bytes;
+}
+
+// What the client decodes for a raw position: quantized, z clamped to the vertical extent.
+function expectedRaw(c: Layout, u: Update): Update {
+  const q = 2 ** c.quantShift;
+  const zHalf = Math.floor(c.verticalRaw / 2);
+  const zz = Math.min(Math.max(u.z + zHalf, 0), c.verticalRaw - 1);
+  return {
+    id: u.id,
+    x: Math.floor(u.x / q) * q,
+    y: Math.floor(u.y / q) * q,
+    z: Math.floor(zz / q) * q - zHalf,
+  };
+}
+
+// mulberry32
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe('test vectors', () => {
+  it('were made for the default configuration', () => {
+    expect(config.regionRaw).toBe(vectors.config.regionRaw);
+    expect(config.regionShift).toBe(vectors.config.regionShift);
+    expect(config.verticalRaw).toBe(vectors.config.verticalRaw);
+    expect(config.zBits).toBe(vectors.config.zBits);
+    expect(config.quantShift).toBe(vectors.config.quantShift);
+  });
+
+  for (const v of vectors.packets) {
+    it(`decodes ${v.name}`, () => {
+      const bytes = fromHex(v.hex);
+      expect(bytes.length).toBe(v.bytes);
+      const p = decodePacket(bytes, config);
+      const e = v.expected;
+      expect(p.version).toBe(e.version);
+      expect(p.flags).toBe(e.flags);
+      expect(p.sequence).toBe(e.sequence);
+      expect(p.tick).toBe(e.tick);
+      expect(p.ack).toBe(e.ack);
+      expect(p.ackBits).toBe(e.ackBits);
+      expect(p.despawns).toBeInstanceOf(Uint32Array);
+      expect(Array.from(p.despawns)).toEqual(e.despawns);
+      expect(p.updates).toEqual(e.updates.map((u) => ({ id: u.id, x: u.x, y: u.y, z: u.z })));
+    });
+
+    it(`decodes ${v.name} into raw arrays`, () => {
+      const r = decodePacketRaw(fromHex(v.hex), config);
+      const e = v.expected;
+      expect(r.sequence).toBe(e.sequence);
+      expect(r.tick).toBe(e.tick);
+      expect(r.despawnCount).toBe(e.despawns.length);
+      expect(r.updateCount).toBe(e.updates.length);
+      expect(Array.from(r.despawns)).toEqual(e.despawns);
+      expect(Array.from(r.ids)).toEqual(e.updates.map((u) => u.id));
+      expect(Array.from(r.x)).toEqual(e.updates.map((u) => u.xRaw));
+      expect(Array.from(r.y)).toEqual(e.updates.map((u) => u.yRaw));
+      expect(Array.from(r.z)).toEqual(e.updates.map((u) => u.zRaw));
+    });
+
+    it(`throws TRUNCATED for every prefix of ${v.name}`, () => {
+      const bytes = fromHex(v.hex);
+      for (let len = 0; len < bytes.length; len++) {
+        const code = codeOf(() => decodePacket(bytes.subarray(0, len), config));
+        if (code !== 'ERR_SIGHTLINE_PACKET_TRUNCATED') expect.fail(`length ${len}: ${code}`);
+      }
+    });
+
+    it(`throws OVERSIZED for ${v.name} plus one byte`, () => {
+      const bytes = fromHex(v.hex);
+      const longer = new Uint8Array(bytes.length + 1);
+      longer.set(bytes);
+      const err = errorOf(() => decodePacket(longer, config));
+      expect(err.code).toBe('ERR_SIGHTLINE_PACKET_OVERSIZED');
+      expect(err.message).toContain(`${bytes.length + 1} bytes`);
+      expect(err.message).toContain('1 trailing byte');
+    });
+  }
+
+  for (const r of vectors.rejects) {
+    it(`rejects ${r.name}: ${r.code}`, () => {
+      const bytes = fromHex(r.hex);
+      expect(bytes.length).toBe(r.bytes);
+      expect(codeOf(() => decodePacket(bytes, config))).toBe(r.code);
+      expect(codeOf(() => decodePacketRaw(bytes, config, createRawPacket()))).toBe(r.code);
+    });
+  }
+});
+
+describe('decodePacketRaw', () => {
+  it('reuses the arrays of out', () => {
+    const out = createRawPacket();
+    expect(out.ids.length).toBe(98);
+    expect(out.despawns.length).toBe(296);
+    const arrays = [out.despawns, out.ids, out.x, out.y, out.z];
+    for (const v of vectors.packets) {
+      const r = decodePacketRaw(fromHex(v.hex), config, out);
+      expect(r).toBe(out);
+      expect([r.despawns, r.ids, r.x, r.y, r.z]).toEqual(arrays);
+      expect(r.updateCount).toBe(v.expected.updates.length);
+      expect(Array.from(r.x.subarray(0, r.updateCount))).toEqual(v.expected.updates.map((u) => u.xRaw));
+      expect(Array.from(r.despawns.subarray(0, r.despawnCount))).toEqual(v.expected.despawns);
+    }
+  });
+
+  it('replaces arrays that are too short', () => {
+    const out = createRawPacket(16);
+    expect(out.ids.length).toBe(0);
+    const v = vectors.packets.find((p) => p.name === 'max-despawns')!;
+    const r = decodePacketRaw(fromHex(v.hex), config, out);
+    expect(r.ids.length).toBeGreaterThanOrEqual(49);
+    expect(r.despawns.length).toBeGreaterThanOrEqual(148);
+    expect(Array.from(r.z.subarray(0, r.updateCount))).toEqual(v.expected.updates.map((u) => u.zRaw));
+  });
+
+  it('accepts a Node Buffer and a view into a larger buffer', () => {
+    const v = vectors.packets.find((p) => p.name === 'despawns-and-updates')!;
+    const bytes = fromHex(v.hex);
+    expect(decodePacket(Buffer.from(bytes), config).updates).toHaveLength(3);
+    const backing = new Uint8Array(bytes.length + 20).fill(0xee);
+    backing.set(bytes, 7);
+    expect(decodePacket(backing.subarray(7, 7 + bytes.length), config).tick).toBe(1234);
+  });
+});
+
+describe('rejections', () => {
+  const ok = encode(config, { sequence: 1, tick: 2 }, [3], [{ id: 4, x: 5, y: 6, z: 7 }]);
+
+  it('rejects input that is not a Uint8Array', () => {
+    for (const bad of [[1, 0, 0], 'abc', new Uint16Array(16), ok.buffer, null]) {
+      const err = errorOf(() => decodePacket(bad as unknown as Uint8Array, config));
+      expect(err.code).toBe('ERR_SIGHTLINE_PACKET_NOT_BYTES');
+    }
+  });
+
+  it('rejects every version but 1', () => {
+    for (let version = 0; version < 256; version++) {
+      if (version === 1) continue;
+      const bytes = ok.slice();
+      bytes[0] = version;
+      const err = errorOf(() => decodePacket(bytes, config));
+      expect(err.code).toBe('ERR_SIGHTLINE_PACKET_VERSION');
+      expect(err.message).toContain(String(version));
+    }
+  });
+
+  it('rejects nonzero flags', () => {
+    for (let flags = 1; flags < 256; flags++) {
+      const bytes = ok.slice();
+      bytes[1] = flags;
+      expect(codeOf(() => decodePacket(bytes, config))).toBe('ERR_SIGHTLINE_PACKET_INCONSISTENT');
+    }
+  });
+
+  it('rejects packets longer than 65507 bytes', () => {
+    const big = new Uint8Array(65508);
+    big[0] = 1;
+    expect(codeOf(() => decodePacket(big, config))).toBe('ERR_SIGHTLINE_PACKET_OVERSIZED');
+  });
+
+  it('rejects counts larger than the packet', () => {
+    const bytes = ok.slice();
+    bytes[14] = 0xff;
+    bytes[15] = 0xff;
+    const err = errorOf(() => decodePacket(bytes, config));
+    expect(err.code).toBe('ERR_SIGHTLINE_PACKET_TRUNCATED');
+    expect(err.message).toContain('65535 updates');
+  });
+
+  it('rejects an id twice in one packet', () => {
+    const dup = (despawns: number[], ids: number[]) =>
+      encode(config, { sequence: 0, tick: 0 }, despawns, ids.map((id) => ({ id, x: 0, y: 0, z: 0 })));
+    for (const bytes of [dup([1, 2, 1], []), dup([], [7, 8, 9, 8]), dup([5], [5]), dup([0xffffffff], [1, 0xffffffff])]) {
+      const err = errorOf(() => decodePacket(bytes, config));
+      expect(err.code).toBe('ERR_SIGHTLINE_PACKET_INCONSISTENT');
+      expect(err.message).toContain('twice');
+    }
+    // Distinct ids that collide in the id set are fine.
+    const many = Array.from({ length: 98 }, (_, i) => i * 65536);
+    expect(decodePacket(dup([], many), config).updates).toHaveLength(98);
+  });
+
+  it('rejects nonzero bits above the packed position', () => {
+    // 2048 m region: x and y take 21 bits, z 20: bits 62 and 63 are unused.
+    const c = WorldConfig.build({ regionSize: 2048 });
+    const bytes = encode(c, { sequence: 0, tick: 0 }, [], [{ id: 1, x: 0, y: 0, z: 0 }]);
+    expect(decodePacket(bytes, c).updates).toHaveLength(1);
+    for (const bit of [62, 63]) {
+      const bad = bytes.slice();
+      bad[16 + 4 + (bit >> 3)] |= 1 << (bit & 7);
+      const err = errorOf(() => decodePacket(bad, c));
+      expect(err.code).toBe('ERR_SIGHTLINE_PACKET_INCONSISTENT');
+      expect(err.message).toContain('bit 62');
+    }
+  });
+
+  it('rejects z outside the vertical extent', () => {
+    // 1000 m: verticalRaw 1024000 takes 20 bits; offsets 1024000 .. 2^20 - 1 are outside.
+    const c = WorldConfig.build({ verticalExtent: 1000 });
+    const top = encode(c, { sequence: 0, tick: 0 }, [], [{ id: 1, x: 0, y: 0, z: 511999 }]);
+    expect(decodePacket(top, c).updates[0].z).toBe(511999 / 1024);
+    const bad = top.slice();
+    const view = new DataView(bad.buffer);
+    view.setBigUint64(20, 1024000n << 44n, true);
+    const err = errorOf(() => decodePacket(bad, c));
+    expect(err.code).toBe('ERR_SIGHTLINE_PACKET_INCONSISTENT');
+    expect(err.message).toContain('512000');
+  });
+
+  it('rejects a packet whose position layout disagrees with the configuration', () => {
+    const c = WorldConfig.build({ regionSize: 2048 });
+    const bytes = encode(config, { sequence: 0, tick: 0 }, [], [{ id: 1, x: 0, y: 0, z: 524287 }]);
+    expect(codeOf(() => decodePacket(bytes, c))).toBe('ERR_SIGHTLINE_PACKET_INCONSISTENT');
+  });
+});
+
+describe('round trip', () => {
+  it('decodes what a wire-format encoder writes, for random configurations and packets', () => {
+    const seed = Number(process.env.SIGHTLINE_SEED ?? (Date.now() ^ (Math.random() * 2 ** 32)) >>> 0);
+    const rand = rng(seed);
+    const int = (lo: number, hi: number) => lo + Math.floor(rand() * (hi - lo + 1));
+    const out = createRawPacket();
+    try {
+      for (let round = 0; round < 300; round++) {
+        const regionShift = int(10, 26);
+        const regionSize = 2 ** (regionShift - 10);
+        const verticalRaw = rand() < 0.3 ? 2 ** int(1, 26) : int(2, 2 ** 26);
+        const c = WorldConfig.build({
+          regionSize,
+          verticalExtent: verticalRaw / 1024,
+          viewRadius: regionSize / 4,
+          maxSpeed: 0.001,
+        });
+        expect(c.verticalRaw).toBe(verticalRaw);
+        const zHalf = Math.floor(verticalRaw / 2);
+        const used = new Set<number>();
+        const freshId = () => {
+          for (;;) {
+            const id = rand() < 0.1 ? [0, 1, 0xffffffff, 0x80000000][int(0, 3)] : int(0, 0xffffffff);
+            if (!used.has(id)) {
+              used.add(id);
+              return id;
+            }
+          }
+        };
+        const coord = (limit: number) => (rand() < 0.15 ? [0, limit - 1][int(0, 1)] : int(0, limit - 1));
+        const despawns = Array.from({ length: int(0, 40) }, freshId);
+        const updates: Update[] = Array.from({ length: int(0, 120) }, () => ({
+          id: freshId(),
+          x: coord(c.regionRaw),
+          y: coord(c.regionRaw),
+          // Mostly inside the extent; sometimes outside, where the encoder clamps.
+          z: rand() < 0.1 ? int(-zHalf - 5000, verticalRaw - zHalf + 5000) : coord(verticalRaw) - zHalf,
+        }));
+        const header = { sequence: int(0, 65535), tick: int(0, 0xffffffff) };
+        const bytes = encode(c, header, despawns, updates);
+
+        const p = decodePacket(bytes, c);
+        expect(p.sequence).toBe(header.sequence);
+        expect(p.tick).toBe(header.tick);
+        expect(Array.from(p.despawns)).toEqual(despawns);
+        const want = updates.map((u) => expectedRaw(c, u));
+        expect(p.updates).toEqual(want.map((u) => ({ id: u.id, x: u.x / 1024, y: u.y / 1024, z: u.z / 1024 })));
+
+        const r = decodePacketRaw(bytes, c, out);
+        const n = r.updateCount;
+        expect(Array.from(r.ids.subarray(0, n))).toEqual(want.map((u) => u.id));
+        expect(Array.from(r.x.subarray(0, n))).toEqual(want.map((u) => u.x));
+        expect(Array.from(r.y.subarray(0, n))).toEqual(want.map((u) => u.y));
+        expect(Array.from(r.z.subarray(0, n))).toEqual(want.map((u) => u.z));
+        for (let i = 0; i < n; i++) {
+          expect(r.z[i]).toBeGreaterThanOrEqual(-zHalf);
+          expect(r.z[i]).toBeLessThan(verticalRaw - zHalf);
+        }
+      }
+    } catch (e) {
+      throw new Error(`round trip failed with seed ${seed} (rerun with SIGHTLINE_SEED=${seed}): ${(e as Error).message}`, {
+        cause: e,
+      });
+    }
+  });
+});

@@ -1,0 +1,62 @@
+import { describe, it, expect } from 'vitest';
+
+import { FRAC_BITS, RAW_PER_METER, roundHalfAwayFromZero, toMeters, toRaw } from '../lib/fixed.js';
+
+describe('fixed point', () => {
+  it('has 10 fractional bits', () => {
+    expect(FRAC_BITS).toBe(10);
+    expect(RAW_PER_METER).toBe(1024);
+  });
+
+  it('converts whole and fractional meters', () => {
+    expect(toRaw(0)).toBe(0);
+    expect(toRaw(1)).toBe(1024);
+    expect(toRaw(-1)).toBe(-1024);
+    expect(toRaw(4096)).toBe(4194304);
+    expect(toRaw(0.5)).toBe(512);
+    expect(toRaw(1 / 1024)).toBe(1);
+    expect(toRaw(-512)).toBe(-524288);
+    expect(toRaw(511.9990234375)).toBe(524287);
+    expect(toRaw(0.001)).toBe(1);
+    expect(toRaw(0.0004)).toBe(0);
+  });
+
+  it('rounds halves away from zero', () => {
+    expect(toRaw(0.5 / 1024)).toBe(1);
+    expect(toRaw(-0.5 / 1024)).toBe(-1);
+    expect(toRaw(1.5 / 1024)).toBe(2);
+    expect(toRaw(-1.5 / 1024)).toBe(-2);
+    expect(toRaw(2.5 / 1024)).toBe(3);
+    expect(toRaw(-2.5 / 1024)).toBe(-3);
+    expect(toRaw(1000.5 / 1024)).toBe(1001);
+    expect(toRaw(-1000.5 / 1024)).toBe(-1001);
+    expect(roundHalfAwayFromZero(-2.5)).toBe(-3);
+    expect(roundHalfAwayFromZero(2.5)).toBe(3);
+    expect(roundHalfAwayFromZero(-0.5)).toBe(-1);
+    expect(roundHalfAwayFromZero(0.5)).toBe(1);
+  });
+
+  it('rounds non-halves to nearest', () => {
+    expect(roundHalfAwayFromZero(2.4999999999999996)).toBe(2);
+    expect(roundHalfAwayFromZero(-2.4999999999999996)).toBe(-2);
+    expect(roundHalfAwayFromZero(0.49999999999999994)).toBe(0);
+    expect(roundHalfAwayFromZero(-0.49999999999999994)).toBe(0);
+    expect(roundHalfAwayFromZero(-2.6)).toBe(-3);
+    expect(roundHalfAwayFromZero(2 ** 52 + 1)).toBe(2 ** 52 + 1);
+    expect(roundHalfAwayFromZero(-(2 ** 52) - 1)).toBe(-(2 ** 52) - 1);
+  });
+
+  it('never returns -0', () => {
+    expect(Object.is(toRaw(-0), 0)).toBe(true);
+    expect(Object.is(toRaw(-0.0001), 0)).toBe(true);
+    expect(Object.is(roundHalfAwayFromZero(-0.2), 0)).toBe(true);
+  });
+
+  it('converts raw to meters exactly', () => {
+    expect(toMeters(1024)).toBe(1);
+    expect(toMeters(1)).toBe(1 / 1024);
+    expect(toMeters(-524288)).toBe(-512);
+    expect(toMeters(524287)).toBe(511.9990234375);
+    for (const r of [0, 1, -1, 12345, -98765, 2 ** 31 - 1, -(2 ** 31)]) expect(toRaw(toMeters(r))).toBe(r);
+  });
+});

@@ -1,0 +1,109 @@
+import { describe, it, expect } from 'vitest';
+import { native } from '../lib/binding.js';
+import { WorldConfig, type WorldConfigInput } from '../lib/config.js';
+import { rng, withSeed } from './helpers/model.js';
+
+const DERIVED = [
+  'regionRaw', 'regionShift', 'verticalRaw', 'zBits', 'viewRadiusRaw', 'cellRaw', 'cellShift', 'cellsPerAxis',
+  'cellCount', 'cellRadius', 'maxMovePerTickRaw', 'payloadBytes', 'eventReserveBytes', 'slotsPerPacket', 'walkCap',
+  'ghostCap', 'ghostTableCapacity', 'graceTicks', 'denseCellThreshold', 'subGridDivisions', 'subShift', 'newDrift',
+  'quantShift', 'protocolHash', 'bandWeights',
+] as const;
+
+function outcome(f: () => unknown): { ok: true; value: Record<string, unknown> } | { ok: false; code: string } {
+  try {
+    return { ok: true, value: f() as Record<string, unknown> };
+  } catch (e) {
+    return { ok: false, code: (e as { code: string }).code };
+  }
+}
+
+function compare(input: WorldConfigInput): void {
+  const ts = outcome(() => WorldConfig.build(input));
+  const cc = outcome(() => native.buildConfig(input));
+  if (!ts.ok || !cc.ok) {
+    expect({ input, ts: ts.ok ? 'ok' : ts.code }).toEqual({ input, ts: cc.ok ? 'ok' : cc.code });
+    return;
+  }
+  for (const k of DERIVED) expect([k, ts.value[k]]).toEqual([k, cc.value[k]]);
+  // The TS config's resolved input builds the same native config.
+  const again = native.buildConfig((ts.value as unknown as WorldConfig).input);
+  for (const k of DERIVED) expect([k, again[k]]).toEqual([k, cc.value[k]]);
+}
+
+describe('TypeScript and native configuration agree', () => {
+  it('on the defaults and on hand-picked edge cases, field by field and error code by error code', () => {
+    const cases: WorldConfigInput[] = [
+      {},
+      { regionSize: 8192 },
+      { regionSize: 65536, viewRadius: 1024, maxSpeed: 10 },
+      { regionSize: 65536, verticalExtent: 65536 },
+      { regionSize: 1024, viewRadius: 100 },
+      { viewRadius: 300, cellSize: 64 },
+      { viewRadius: 256, cellSize: 16 }, // cell radius 16: too large
+      { viewRadius: 5000 }, // beyond the region
+      { maxSpeed: 2560 }, // 128 m per tick: crosses a cell
+      { maxSpeed: 2559.9 },
+      { regionSize: 3000 },
+      { cellSize: 100 },
+      { cellSize: 0.5, viewRadius: 1, maxSpeed: 1 },
+      { payloadBytes: 28 },
+      { payloadBytes: 27 },
+      { payloadBytes: 1200, eventReserveBytes: 1172 },
+      { payloadBytes: 1200, eventReserveBytes: 1173 },
+      { walkCap: Infinity },
+      { walkCap: 0 },
+      { ghostCap: 16384 },
+      { ghostCap: 16385 },
+      { graceTicks: 0 },
+      { subGridDivisions: 3 },
+      { subGridDivisions: 16 },
+      { newDrift: 0.001 },
+      { newDrift: 0 },
+      { tickHz: NaN },
+      { tickHz: -20 },
+      { verticalExtent: Infinity },
+      { bandWeights: new Array(64).fill(1) },
+      { bandWeights: [...new Array(63).fill(1), 0] },
+      { bandWeights: new Array(10).fill(1) },
+      { maxSpeed: 1e300 },
+      { tickHz: 1e-300 },
+      { viewRadius: 1e300 },
+      { newDrift: 4194303.9 },
+      { newDrift: 4194304 },
+    ];
+    for (const c of cases) compare(c);
+  });
+
+  it('on randomized inputs', async () => {
+    await withSeed(4242, () => {
+      const r = rng(4242);
+      const pick = <T>(xs: T[]): T => xs[Math.floor(r() * xs.length)];
+      for (let i = 0; i < 2000; i++) {
+        const input: WorldConfigInput = {};
+        if (r() < 0.7) input.regionSize = pick([512, 1000, 1024, 2048, 4096, 16384, 65536, 131072]);
+        if (r() < 0.7) input.viewRadius = pick([1, 10, 64, 100, 128, 200.5, 256, 300, 1000, 5000]);
+        if (r() < 0.5) input.maxSpeed = pick([1, 10, 40, 100, 500, 1e4]);
+        if (r() < 0.5) input.tickHz = pick([1, 10, 20, 30, 60, 0.5]);
+        if (r() < 0.3) input.cellSize = pick([1, 8, 32, 64, 128, 256, 96]);
+        if (r() < 0.3) input.verticalExtent = pick([1, 100, 1024, 4096.5, 65536]);
+        if (r() < 0.3) input.payloadBytes = pick([20, 28, 100, 576, 1200, 9000, 65507, 65508]);
+        if (r() < 0.2) input.eventReserveBytes = pick([0, 4, 100, 500]);
+        compare(input);
+      }
+    });
+  });
+
+  it('the protocol hash changes when a decode-relevant field changes, and only then', () => {
+    const base = WorldConfig.build();
+    expect(native.buildConfig({}).protocolHash).toBe(base.protocolHash);
+    for (const changed of [{ regionSize: 8192 }, { verticalExtent: 512 }, { regionSize: 65536, verticalExtent: 65536 }]) {
+      const c = WorldConfig.build(changed);
+      expect(c.protocolHash).not.toBe(base.protocolHash);
+      expect(native.buildConfig(changed).protocolHash).toBe(c.protocolHash);
+    }
+    for (const same of [{ viewRadius: 100 }, { payloadBytes: 600 }, { maxSpeed: 10 }, { ghostCap: 64 }]) {
+      expect(WorldConfig.build(same).protocolHash).toBe(base.protocolHash);
+    }
+  });
+});
