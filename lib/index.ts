@@ -4,3 +4,5 @@ export type { EntityId, Vec3, WorldOptions, ViewerOptions, Positions, Packet, Ti
 export * from './config.js';
 export { SightlineError } from './errors.js';
 export { toRaw, toMeters, FRAC_BITS, RAW_PER_METER } from './fixed.js';
+export { decodePacket, decodePacketRaw, createRawPacket } from './decode.js';
+export type { DecodedPacket, RawPacket, PacketHeader, PacketUpdate, PacketLayoutConfig } from './decode.js';
