@@ -85,9 +85,9 @@ export interface NativeWorld {
   gather(x: number, y: number, walkCap: number, exclude: number): { ids: Uint32Array; d2: Float64Array; examined: number };
   ghosts(id: number): {
     ids: Uint32Array;
-    x: Int32Array;
-    y: Int32Array;
-    z: Int32Array;
+    x: Int32Array | null;
+    y: Int32Array | null;
+    z: Int32Array | null;
     departing: Uint8Array;
     sequence: number;
     passes: number;
@@ -112,7 +112,13 @@ export interface SubscriptionBox {
 }
 
 export interface NativeBinding {
-  NativeWorld: new (config: object, capacity: number, threads: number, externalBuffers: boolean) => NativeWorld;
+  NativeWorld: new (
+    config: object,
+    capacity: number,
+    threads: number,
+    externalBuffers: boolean,
+    recordGhostPositions: boolean,
+  ) => NativeWorld;
   buildConfig(input: object): NativeConfig;
   /** floor(raw / 2^cellShift). */
   cellOf(raw: number, cellShift: number): number;

@@ -30,6 +30,11 @@ export interface WorldOptions {
    * instead; the arrays behave the same either way.
    */
   externalBuffers?: boolean;
+  /**
+   * Ghost tables also keep the last position sent of every ghost, so {@link World.ghosts} can
+   * report it (tools, tests, convergence checks). Costs one extra write per record. Default false.
+   */
+  recordGhostPositions?: boolean;
 }
 
 export interface ViewerOptions {
@@ -71,12 +76,15 @@ export interface GatherResult {
   readonly examined: number;
 }
 
-/** A viewer's ghost table: what its client holds, with the positions last sent (raw). */
+/**
+ * A viewer's ghost table: what its client holds, with the positions last sent (raw; null unless
+ * the world was created with `recordGhostPositions: true`).
+ */
 export interface GhostTableView {
   readonly ids: Uint32Array;
-  readonly x: Int32Array;
-  readonly y: Int32Array;
-  readonly z: Int32Array;
+  readonly x: Int32Array | null;
+  readonly y: Int32Array | null;
+  readonly z: Int32Array | null;
   /** 1 where the ghost was evicted and its despawn record has not been sent yet. */
   readonly departing: Uint8Array;
   /** Sequence number the next packet to this viewer will carry. */
@@ -215,7 +223,7 @@ export class World {
     if (!(config instanceof WorldConfig)) {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `config must be a WorldConfig (use WorldConfig.build()), received ${describe(config)}`);
     }
-    const { capacity = 65_536, threads = 0, externalBuffers = true } = options;
+    const { capacity = 65_536, threads = 0, externalBuffers = true, recordGhostPositions = false } = options;
     if (!Number.isInteger(capacity) || capacity < 1 || capacity > 1 << 20) {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_CAPACITY', `capacity must be an integer from 1 to 1048576, received ${describe(capacity)}`);
     }
@@ -224,7 +232,7 @@ export class World {
     }
     this.config = config;
     try {
-      this.#native = new native.NativeWorld(config.input, capacity, threads, externalBuffers !== false);
+      this.#native = new native.NativeWorld(config.input, capacity, threads, externalBuffers !== false, recordGhostPositions === true);
     } catch (e) {
       rethrow(e);
     }

@@ -143,7 +143,7 @@ describe('randomized worlds against a model of every client', () => {
   async function run(seed: number, threads: number, ticks: number, check: boolean): Promise<Uint8Array[]> {
     const r = rng(seed);
     const c = WorldConfig.build({ regionSize: 1024, viewRadius: 100, graceTicks: randInt(r, 0, 6), ghostCap: randInt(r, 8, 80) });
-    const w = new World(c, { capacity: 700, threads });
+    const w = new World(c, { capacity: 700, threads, recordGhostPositions: check });
     const live: number[] = [];
     const spawn = () => live.push(w.spawn({ x: r() * 1024, y: r() * 1024, z: (r() - 0.5) * 1200 }));
     for (let i = 0; i < 500; i++) spawn();

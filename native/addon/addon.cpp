@@ -318,6 +318,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     double capacity = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : 65536;
     double threads = info.Length() > 2 && info[2].IsNumber() ? info[2].As<Napi::Number>().DoubleValue() : 0;
     bool tryExternal = !(info.Length() > 3 && info[3].IsBoolean() && !info[3].As<Napi::Boolean>().Value());
+    bool recordGhostPositions = info.Length() > 4 && info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();
     if (!(capacity >= 1 && capacity <= kMaxCapacity) || capacity != double(uint32_t(capacity)))
       throw codedError(env, "ERR_SIGHTLINE_INVALID_CAPACITY",
                        "capacity must be an integer between 1 and " + std::to_string(kMaxCapacity) +
@@ -328,7 +329,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     threads_ = uint32_t(threads);
     guarded(env, [&] {
       Config c = buildConfig(in);
-      world_ = std::make_unique<World>(c, uint32_t(capacity));
+      world_ = std::make_unique<World>(c, uint32_t(capacity), recordGhostPositions);
       return 0;
     });
     pool_ = &data_->pool(threads_);
@@ -613,16 +614,18 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     const GhostTable& g = v.ghosts;
     uint32_t n = g.size();
     Napi::Uint32Array ids = Napi::Uint32Array::New(env, n);
-    Napi::Int32Array x = Napi::Int32Array::New(env, n), y = Napi::Int32Array::New(env, n),
-                     z = Napi::Int32Array::New(env, n);
     Napi::Uint8Array departing = Napi::Uint8Array::New(env, n);
-    for (uint32_t i = 0; i < n; ++i) {
-      ids[i] = g.at(i).id;
-      x[i] = g.positionAt(i).x, y[i] = g.positionAt(i).y, z[i] = g.positionAt(i).z;
-      departing[i] = g.at(i).departing;
-    }
+    for (uint32_t i = 0; i < n; ++i) ids[i] = g.at(i).id, departing[i] = g.at(i).departing;
     Napi::Object o = Napi::Object::New(env);
-    o.Set("ids", ids), o.Set("x", x), o.Set("y", y), o.Set("z", z), o.Set("departing", departing);
+    o.Set("ids", ids), o.Set("departing", departing);
+    if (g.tracksPositions()) {
+      Napi::Int32Array x = Napi::Int32Array::New(env, n), y = Napi::Int32Array::New(env, n),
+                       z = Napi::Int32Array::New(env, n);
+      for (uint32_t i = 0; i < n; ++i) x[i] = g.positionAt(i).x, y[i] = g.positionAt(i).y, z[i] = g.positionAt(i).z;
+      o.Set("x", x), o.Set("y", y), o.Set("z", z);
+    } else {
+      o.Set("x", env.Null()), o.Set("y", env.Null()), o.Set("z", env.Null());
+    }
     o.Set("sequence", Napi::Number::New(env, v.sequence));
     o.Set("passes", Napi::Number::New(env, v.passes));
     return o;

@@ -4,8 +4,8 @@
 
 namespace sightline {
 
-GhostTable::GhostTable(uint32_t capacity)
-    : capacity_(capacity), entries_(capacity), positions_(capacity), queue_(capacity) {
+GhostTable::GhostTable(uint32_t capacity, bool trackPositions)
+    : capacity_(capacity), entries_(capacity), positions_(trackPositions ? capacity : 0), queue_(capacity) {
   // Load factor <= 1/2. capacity <= 32768, so the index holds at most 65536 slots of u16.
   uint32_t slots = uint32_t{1} << ceilLog2(uint64_t{capacity} * 2);
   if (slots < 8) slots = 8;
@@ -14,9 +14,9 @@ GhostTable::GhostTable(uint32_t capacity)
   index_.assign(slots, kEmpty);
 }
 
-uint32_t GhostTable::insert(uint32_t id, uint32_t mark, uint32_t stamp) {
+uint32_t GhostTable::insert(uint32_t id, uint32_t mark) {
   uint32_t i = size_++;
-  entries_[i] = GhostEntry{id, mark, stamp, 0, 0, 0};
+  entries_[i] = GhostEntry{id, mark, 0, 0, 0};
   uint32_t h = hash(id);
   while (index_[h] != kEmpty) h = (h + 1) & indexMask_;
   index_[h] = uint16_t(i);
@@ -44,7 +44,7 @@ void GhostTable::remove(uint32_t i) {
   uint32_t last = --size_;
   if (i != last) {
     entries_[i] = entries_[last];
-    positions_[i] = positions_[last];
+    if (!positions_.empty()) positions_[i] = positions_[last];
     uint32_t hl = hash(entries_[i].id);
     while (index_[hl] != last) hl = (hl + 1) & indexMask_;
     index_[hl] = uint16_t(i);

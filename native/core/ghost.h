@@ -4,10 +4,13 @@
 // when the viewer is added: the pass never allocates.
 //
 // Entry states:
-//  - live: the client holds it; `mark` is the odometer total when it was last sent.
-//  - departing: evicted (not stamped within the grace window); queued as a despawn record. The
-//    client still holds it until that record is written. If it becomes eligible again first, it is
-//    revived: no despawn, no respawn.
+//  - live: the client holds it; `mark` is the odometer total when it was last sent; `missed` counts
+//    the viewer's passes in a row on which it was not eligible (a candidate within the ghost cap).
+//  - departing: missed more passes than the grace window allows, so evicted; queued as a despawn
+//    record. The client still holds it until that record is written. If it becomes eligible again
+//    first, it is revived: no despawn, no respawn.
+// A pass writes an entry only when it is sent, missed, evicted or revived: an entry that stays
+// eligible and unsent is only read, which keeps the pass's memory traffic to the tables low.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -17,18 +20,21 @@ namespace sightline {
 
 struct GhostEntry {
   uint32_t id;
-  uint32_t mark;    // odometer total at last send (raw units, wrapping)
-  uint32_t stamp;   // viewer pass number when last eligible (or sent)
+  uint32_t mark;      // odometer total at last send (raw units, wrapping)
+  uint16_t missed;    // consecutive passes not eligible (saturating)
   uint8_t departing;
-  uint8_t queued;   // present in the despawn queue
-  uint16_t pad;
+  uint8_t queued;     // present in the despawn queue
 };
+static_assert(sizeof(GhostEntry) == 12, "ghost entries are 12 bytes");
 
 struct GhostPosition { int32_t x, y, z; };  // last position sent (raw), read by tools and tests
 
 class GhostTable {
  public:
-  explicit GhostTable(uint32_t capacity);
+  // trackPositions: also keep the last position sent of every ghost (for tools and tests; it adds
+  // a write per record to the pass).
+  GhostTable(uint32_t capacity, bool trackPositions);
+  bool tracksPositions() const { return !positions_.empty(); }
 
   uint32_t size() const { return size_; }
   uint32_t capacity() const { return capacity_; }
@@ -52,10 +58,9 @@ class GhostTable {
       h = (h + 1) & indexMask_;
     }
   }
-  // Inserts a live entry; the caller checks full() first. Returns its index.
-  uint32_t insert(uint32_t id, uint32_t mark, uint32_t stamp);
-  // Removes entry i (swap with last). Indices of other entries may change: returns the index the
-  // last entry moved from (== size() after removal), so callers holding that index can follow it.
+  // Inserts a live entry; the caller checks full() first. Returns its index (== size() before).
+  uint32_t insert(uint32_t id, uint32_t mark);
+  // Removes entry i: the last entry moves into index i.
   void remove(uint32_t i);
 
   GhostEntry& at(uint32_t i) { return entries_[i]; }

@@ -1,7 +1,9 @@
 // The per-viewer pass: subscription, capped gather, ghost-cap eligibility, scoring (the priority
 // accumulator), budget, selection, ghost bookkeeping and packet assembly. Runs on pool threads;
-// touches only the snapshot (read), this viewer's state and this worker's scratch.
+// touches only the snapshot (read), this viewer's state and this worker's scratch. No allocation,
+// no lock, no call out.
 #include <algorithm>
+#include <cstring>
 #include <functional>
 
 #include "budget.h"
@@ -13,30 +15,44 @@ namespace sightline {
 
 namespace {
 
-// Score descending, then candidate order (nearest cells first): a strict total order, so the
-// selection is the same whatever the thread count.
-template <typename Scored>
-inline bool higher(const Scored& a, const Scored& b) {
-  return a.score != b.score ? a.score > b.score : a.order < b.order;
+// A log-scale bucket of a 64-bit key: bit width and the two bits below the leading one (a tiny
+// float), 0..259, non-decreasing in the key.
+constexpr uint32_t kBuckets = 260;
+inline uint32_t logBucket(uint64_t v) {
+  if (v < 4) return uint32_t(v);
+  uint32_t w = uint32_t(64 - __builtin_clzll(v));  // >= 3
+  return (w << 2) | uint32_t((v >> (w - 3)) & 3);
 }
 
-// The `take` highest entries of sc[0, m) under `higher`, moved to sc[0, take) (in no particular
-// order). Selects the threshold score on a plain u64 array, then takes everything above it and the
-// earliest-ordered ties at it: cheaper than selecting the structs themselves.
-template <typename Scored>
-inline void selectTop(Scored* sc, uint32_t m, uint32_t take, uint64_t* keys, Scored* ties) {
-  for (uint32_t i = 0; i < m; ++i) keys[i] = sc[i].score;
-  std::nth_element(keys, keys + (take - 1), keys + m, std::greater<uint64_t>());
-  const uint64_t thr = keys[take - 1];
-  uint32_t above = 0, t = 0;
-  for (uint32_t i = 0; i < m; ++i) {
-    if (sc[i].score > thr) sc[above++] = sc[i];
-    else if (sc[i].score == thr) ties[t++] = sc[i];
+
+// Moves the `take` entries of a[0, n) with the smallest (key, order) to a[0, take), in no particular
+// order. A radix step first: a histogram of bucket(entry) (non-decreasing in key) finds the
+// bucket holding the take-th key;
+// entries in lower buckets are kept outright (branch-free compaction) and only the threshold
+// bucket is ordered exactly, by (key, order). (key, order) is a strict total order, so the chosen
+// set does not depend on the thread count.
+template <typename T, typename Key, typename Bucket>
+void keepSmallest(T* a, uint32_t n, uint32_t take, T* ties, Key key, Bucket bucket) {
+  uint32_t hist[kBuckets] = {};
+  for (uint32_t i = 0; i < n; ++i) ++hist[bucket(a[i])];
+  uint32_t B = 0, cum = 0;
+  while (cum + hist[B] < take) cum += hist[B++];
+  uint32_t below = 0, t = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t b = bucket(a[i]);
+    T x = a[i];
+    a[below] = x;
+    below += b < B;
+    ties[t] = x;
+    t += b == B;
   }
-  uint32_t need = take - above;
+  uint32_t need = take - below;
   if (t > need)
-    std::nth_element(ties, ties + need, ties + t, [](const Scored& a, const Scored& b) { return a.order < b.order; });
-  for (uint32_t i = 0; i < need; ++i) sc[above + i] = ties[i];
+    std::nth_element(ties, ties + need, ties + t, [&](const T& x, const T& y) {
+      uint64_t kx = key(x), ky = key(y);
+      return kx != ky ? kx < ky : x.order < y.order;
+    });
+  std::memcpy(a + below, ties, sizeof(T) * need);
 }
 
 }  // namespace
@@ -46,7 +62,7 @@ void World::serve(Viewer& v, Scratch& s) {
   const Snapshot& snap = snapshot_;
   TickStats& st = s.stats;
   GhostTable& gt = v.ghosts;
-  const uint32_t now = ++v.passes;
+  ++v.passes;
   ++st.served;
 
   // Subscription box (cells within the cell radius); a change is counted.
@@ -55,56 +71,56 @@ void World::serve(Viewer& v, Scratch& s) {
   if (v.hasBox && !(box == v.box)) ++st.subscriptionChanges;
   v.box = box, v.hasBox = true;
 
-  // Capped gather, then the nearest ghostCap candidates are eligible.
+  // Capped gather, then the nearest ghostCap candidates (distance, then gather order) are eligible.
   Candidate* cand = s.candidates.data();
   GatherResult g = gather(snap, v.vx, v.vy, c.viewRadiusSq, c.walkCap, v.avatarId, cand);
   st.candidates += g.count;
   st.examined += g.examined;
   uint32_t n = g.count;
   if (n > c.ghostCap) {
-    std::nth_element(cand, cand + c.ghostCap, cand + n, [](const Candidate& a, const Candidate& b) {
-      return a.d2 != b.d2 ? a.d2 < b.d2 : a.order < b.order;
-    });
+    keepSmallest(
+        cand, n, c.ghostCap, s.candTies.data(), [](const Candidate& k) { return k.d2; },
+        [](const Candidate& k) { return logBucket(k.d2); });
     n = c.ghostCap;
   }
   st.eligible += n;
 
-  // Score: drift x weight[band]. Held ghosts are stamped (and revived if departing).
+  // Score: drift x weight[band]; drift = odometer now - mark (wrapping), or newDrift when the
+  // client does not hold it. Held ghosts are marked seen (and revived if departing).
   const uint32_t* odo = snap.odo.data();
   const uint32_t* ids = snap.ids.data();
-  Scored* sc = s.scored.data();
+  uint64_t* seen = s.seen.data();
+  std::memset(seen, 0, sizeof(uint64_t) * ((gt.size() + 63) / 64 + 1));
+  World::Scored* sc = s.scored.data();
   uint32_t m = 0, newPositive = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const Candidate& k = cand[i];
-    uint32_t id = ids[k.index];
-    int32_t e = gt.find(id);
-    uint32_t drift, isNew;
+    int32_t e = gt.find(ids[k.index]);
+    uint32_t drift;
     if (e >= 0) {
+      seen[e >> 6] |= uint64_t{1} << (e & 63);
       GhostEntry& ge = gt.at(uint32_t(e));
-      ge.stamp = now;
-      ge.departing = 0;
-      drift = odo[k.index] - ge.mark;  // wrapping subtraction
-      isNew = 0;
+      if (ge.departing) ge.departing = 0;
+      drift = odo[k.index] - ge.mark;
     } else {
       drift = c.newDrift;
-      isNew = 1;
     }
-    // drift < 2^32 and weight < 2^32: the product fits in 64 bits, so it never saturates.
+    // band = ilog2(d2). drift < 2^32 and weight < 2^32: the product fits in 64 bits (never saturates).
     uint64_t score = uint64_t{drift} * c.bandWeights[ilog2(k.d2)];
-    if (score == 0) continue;  // the cut at the first zero score
-    sc[m++] = Scored{score, k.order, k.index, isNew};
-    newPositive += isNew;
+    if (score == 0) continue;  // the cut at the first zero score: unmoved since last sent
+    sc[m++] = World::Scored{score, k.order, k.index, e};
+    newPositive += e < 0;
   }
 
   // Despawn records first (queued by the previous pass's evictions), at most half the state bytes.
+  // Entries are removed after bookkeeping, so the entry indices held above stay valid.
   uint8_t* out = output_[tick_ & 1].data() + v.outOffset;
   uint8_t* p = out + kHeaderBytes;
   Budget budget = packetBudget(v.payloadBytes, 0);
-  uint32_t despawns = 0;
+  uint32_t despawns = 0, removals = 0;
   for (uint32_t q = gt.queueSize(); q > 0; --q) {
     uint32_t id = gt.queueFront();
     int32_t e = gt.find(id);
-    if (e < 0) { gt.dequeue(); continue; }
     GhostEntry& ge = gt.at(uint32_t(e));
     if (!ge.departing) {  // revived since it was queued
       ge.queued = 0;
@@ -113,68 +129,86 @@ void World::serve(Viewer& v, Scratch& s) {
       putU32(p, id);
       p += kDespawnRecordBytes;
       ++despawns;
-      gt.remove(uint32_t(e));
+      s.removals[removals++] = uint32_t(e);
       gt.dequeue();
     } else {
-      gt.requeueFront();
+      gt.requeueFront();  // waits for the next packet, keeping its place in line
     }
   }
   st.despawns += despawns;
 
-  // Selection: the top `slots` by score. New ghosts need room in the table.
+  // Selection: the top `slots` by (score descending, candidate order). New ghosts need room.
   uint32_t slots = updateSlots(budget, despawns);
   uint32_t room = gt.capacity() - gt.size();
   uint32_t take;
   if (newPositive <= room) {
     take = std::min(m, slots);
-    if (m > slots && take > 0) selectTop(sc, m, take, s.keys.data(), s.ties.data());
+    if (m > slots && take > 0)
+      keepSmallest(
+          sc, m, take, s.ties.data(), [](const World::Scored& r) { return ~r.score; },
+          [](const World::Scored& r) { return kBuckets - 1 - logBucket(r.score); });
   } else {
-    std::sort(sc, sc + m, higher<Scored>);
+    std::sort(sc, sc + m, [](const World::Scored& a, const World::Scored& b) {
+      return a.score != b.score ? a.score > b.score : a.order < b.order;
+    });
     take = 0;
-    uint32_t left = room;
     for (uint32_t i = 0; i < m && take < slots; ++i) {
-      if (sc[i].isNew) {
-        if (left == 0) { ++st.ghostTableFull; continue; }
-        --left;
+      if (sc[i].entry < 0) {
+        if (room == 0) { ++st.ghostTableFull; continue; }
+        --room;
       }
       sc[take++] = sc[i];
     }
   }
 
-  // Assembly and bookkeeping: a sent ghost records its mark and position.
+  // Assembly and bookkeeping: a sent ghost records its mark and the position the client now holds.
   const int32_t *xs = snap.x.data(), *ys = snap.y.data(), *zs = snap.z.data();
   uint32_t newGhosts = 0;
+  const bool trackPositions = gt.tracksPositions();
   for (uint32_t i = 0; i < take; ++i) {
-    const Scored& r = sc[i];
+    const World::Scored& r = sc[i];
     uint32_t idx = r.index, id = ids[idx];
     writeUpdate(p, id, packer_.pack(xs[idx], ys[idx], zs[idx]));
     p += kRecordBytes;
     uint32_t e;
-    if (r.isNew) {
-      e = gt.insert(id, odo[idx], now);
+    if (r.entry < 0) {
+      e = gt.insert(id, odo[idx]);
+      seen[e >> 6] |= uint64_t{1} << (e & 63);
       ++newGhosts;
     } else {
-      e = uint32_t(gt.find(id));
+      e = uint32_t(r.entry);
       gt.at(e).mark = odo[idx];
     }
-    // What the client now believes: the position as it decodes from the wire.
-    GhostPosition& gp = gt.positionAt(e);
-    gp.x = xs[idx], gp.y = ys[idx], gp.z = zs[idx];
+    if (trackPositions) {
+      GhostPosition& gp = gt.positionAt(e);
+      gp.x = xs[idx], gp.y = ys[idx], gp.z = zs[idx];
+    }
   }
   st.records += take;
   st.newGhosts += newGhosts;
 
-  // Eviction: a ghost not stamped within the grace window departs; its despawn goes out next pass.
+  // Eviction: a ghost not eligible for more than the grace window's passes departs; its despawn
+  // record goes out with the next pass. Entries despawned this pass are departing: skipped.
   const uint32_t grace = c.graceTicks;
   for (uint32_t i = 0, sz = gt.size(); i < sz; ++i) {
     GhostEntry& ge = gt.at(i);
-    if (ge.departing || now - ge.stamp <= grace) continue;
+    if (seen[i >> 6] & (uint64_t{1} << (i & 63))) {
+      if (ge.missed) ge.missed = 0;
+      continue;
+    }
+    if (ge.departing) continue;
+    if (ge.missed < 0xffff) ++ge.missed;
+    if (ge.missed <= grace) continue;
     ge.departing = 1;
     if (!ge.queued) {
       ge.queued = 1;
       gt.enqueue(ge.id);
     }
   }
+
+  // Remove the despawned entries, highest index first so earlier indices stay valid.
+  std::sort(s.removals.data(), s.removals.data() + removals, std::greater<uint32_t>());
+  for (uint32_t i = 0; i < removals; ++i) gt.remove(s.removals[i]);
 
   writeHeader(out, PacketHeader{v.sequence++, tick_, uint16_t(despawns), uint16_t(take)});
   v.outLength = uint32_t(p - out);

@@ -23,8 +23,8 @@ void TickStats::add(const TickStats& o) {
   bytes += o.bytes, ghostTableFull += o.ghostTableFull, subscriptionChanges += o.subscriptionChanges;
 }
 
-World::World(const Config& config, uint32_t capacity)
-    : config_(config), store_(capacity), snapshot_(config_), packer_(config_) {}
+World::World(const Config& config, uint32_t capacity, bool recordGhostPositions)
+    : config_(config), store_(capacity), snapshot_(config_), packer_(config_), recordGhostPositions_(recordGhostPositions) {}
 
 void World::addViewer(uint32_t avatarId, ViewerOptions opts) {
   store_.checkedSlot(avatarId);
@@ -40,7 +40,8 @@ void World::addViewer(uint32_t avatarId, ViewerOptions opts) {
     throw CoreError("ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
                     "sendPeriod must be between 1 and 65535 ticks, received " + std::to_string(opts.sendPeriod));
   uint32_t phase = phaseCounter_++ % opts.sendPeriod;
-  viewers_.push_back(std::make_unique<Viewer>(avatarId, payload, opts.sendPeriod, phase, config_.ghostTableCapacity));
+  viewers_.push_back(std::make_unique<Viewer>(avatarId, payload, opts.sendPeriod, phase, config_.ghostTableCapacity,
+                                               recordGhostPositions_));
   viewerIndex_[avatarId] = viewers_.size() - 1;
 }
 
@@ -98,19 +99,25 @@ void World::runPass(ThreadPool& pool) {
   auto t0 = std::chrono::steady_clock::now();
   while (scratch_.size() < pool.size()) scratch_.push_back(std::make_unique<Scratch>());
   for (auto& s : scratch_) {
-    if (s->candidates.size() < snapshot_.count() + 1) s->candidates.resize(snapshot_.count() + 1 + snapshot_.count() / 4);
+    size_t n = snapshot_.count() + 1;
+    if (s->candidates.size() < n) {
+      n += n / 4;
+      s->candidates.resize(n), s->candTies.resize(n), s->keys.resize(n);
+    }
     if (s->scored.size() < config_.ghostCap) {
-      s->scored.resize(config_.ghostCap), s->ties.resize(config_.ghostCap), s->keys.resize(config_.ghostCap);
+      s->scored.resize(config_.ghostCap), s->ties.resize(config_.ghostCap);
+      s->seen.resize((config_.ghostTableCapacity + 63) / 64);
+      s->removals.resize(config_.ghostTableCapacity);
     }
     s->stats = TickStats{};
   }
   const uint32_t n = static_cast<uint32_t>(viewers_.size());
   // Chunks of 16 viewers: enough to amortize the cursor, small enough to balance crowded viewers.
-  pool.parallelFor(n, 16, [this](uint32_t b, uint32_t e, unsigned w) {
+  pool.parallelFor(n, 16, [this, n](uint32_t b, uint32_t e, unsigned w) {
     Scratch& s = *scratch_[w];
     for (uint32_t i = b; i < e; ++i) {
       Viewer& v = *viewers_[i];
-      if (i + 1 < e) viewers_[i + 1]->ghosts.prefetch();
+      if (i + 2 < n) viewers_[i + 2]->ghosts.prefetch();
       switch (v.status) {
         case ViewerStatus::Due: serve(v, s); break;
         case ViewerStatus::NotDue: ++s.stats.skippedNotDue; break;

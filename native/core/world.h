@@ -32,13 +32,18 @@ struct ViewerOptions {
 };
 
 struct Viewer {
-  Viewer(uint32_t avatar, uint32_t payload, uint32_t period, uint32_t phase, uint32_t ghostCapacity)
-      : avatarId(avatar), payloadBytes(payload), sendPeriod(period), phase(phase), ghosts(ghostCapacity) {}
+  Viewer(uint32_t avatar, uint32_t payload, uint32_t period, uint32_t phase, uint32_t ghostCapacity,
+         bool trackPositions)
+      : avatarId(avatar),
+        payloadBytes(payload),
+        sendPeriod(period),
+        phase(phase),
+        ghosts(ghostCapacity, trackPositions) {}
   uint32_t avatarId;
   uint32_t payloadBytes;
   uint32_t sendPeriod;
   uint32_t phase;
-  uint32_t passes = 0;  // passes served: the clock of stamps and the grace window
+  uint32_t passes = 0;  // passes served
   uint16_t sequence = 0;
   bool hasBox = false;
   Subscription box;
@@ -60,7 +65,9 @@ struct TickStats {
 
 class World {
  public:
-  World(const Config& config, uint32_t capacity);
+  // recordGhostPositions: ghost tables also keep the last position sent (see GhostTable).
+  World(const Config& config, uint32_t capacity, bool recordGhostPositions = false);
+  bool recordsGhostPositions() const { return recordGhostPositions_; }
 
   const Config& config() const { return config_; }
   EntityStore& entities() { return store_; }
@@ -93,14 +100,17 @@ class World {
   double odometerMicros = 0, snapshotMicros = 0, passMicros = 0;
 
  private:
-  // A candidate with its score; isNew = the client does not hold it.
-  struct Scored { uint64_t score; uint32_t order; uint32_t index; uint32_t isNew; };
+  // A candidate with its score; entry = its ghost table index, or -1 when the client does not hold it.
+  struct Scored { uint64_t score; uint32_t order; uint32_t index; int32_t entry; };
   // Per-worker scratch, on its own cache lines.
   struct alignas(64) Scratch {
     std::vector<Candidate> candidates;
+    std::vector<Candidate> candTies;
     std::vector<Scored> scored;
     std::vector<Scored> ties;
     std::vector<uint64_t> keys;
+    std::vector<uint64_t> seen;      // bit per ghost entry: eligible this pass
+    std::vector<uint32_t> removals;  // ghost entries whose despawn record went out this pass
     TickStats stats;
   };
   void serve(Viewer& v, Scratch& s);
@@ -111,6 +121,7 @@ class World {
   PositionPacker packer_;
   std::vector<std::unique_ptr<Viewer>> viewers_;
   std::unordered_map<uint32_t, size_t> viewerIndex_;
+  bool recordGhostPositions_;
   uint32_t phaseCounter_ = 0;
   uint32_t tick_ = 0;
   std::vector<uint8_t> output_[2];

@@ -75,6 +75,7 @@ export function deliver(result: TickResult, clients: Map<number, ModelClient>, c
 /** The server's ghost table of a viewer, as a map id -> raw position. */
 export function serverGhosts(world: World, viewer: number): Map<number, { x: number; y: number; z: number }> {
   const g = world.ghosts(viewer);
+  if (!g.x || !g.y || !g.z) throw new Error('create the world with recordGhostPositions: true');
   const m = new Map<number, { x: number; y: number; z: number }>();
   for (let i = 0; i < g.ids.length; i++) m.set(g.ids[i], { x: g.x[i], y: g.y[i], z: g.z[i] });
   return m;

@@ -1,0 +1,164 @@
+// Engine benchmarks without Node: snapshot rebuild, gather and the full pass, per scenario.
+// Build and run: npm run bench:core -- [options]   (see usage()). Prints one JSON object per run.
+// Times are medians over the measured ticks, from std::chrono::steady_clock.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "gather.h"
+#include "thread_pool.h"
+#include "world.h"
+
+using namespace sightline;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Options {
+  std::string scenario = "town-square";
+  std::string mode = "pass";  // pass | snapshot | gather
+  uint32_t entities = 8192;
+  uint32_t viewers = 0;  // 0 = scenario default
+  unsigned threads = 1;
+  uint32_t ticks = 50;
+  uint32_t warmup = 20;
+  double walkCap = 256;
+  double ghostCap = 256;
+  double denseThreshold = 512;
+  bool still = false;
+};
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: bench [--scenario uniform|town-square|crowd] [--mode pass|snapshot|gather]\n"
+               "             [--entities N] [--viewers N] [--threads N] [--ticks N] [--warmup N]\n"
+               "             [--walk-cap N|inf] [--ghost-cap N] [--dense N|inf] [--still]\n");
+  std::exit(2);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+double pct(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[std::min(v.size() - 1, size_t(p * v.size()))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) usage();
+      return argv[++i];
+    };
+    auto num = [&](const std::string& s) { return s == "inf" ? 1e18 : std::stod(s); };
+    if (a == "--scenario") o.scenario = next();
+    else if (a == "--mode") o.mode = next();
+    else if (a == "--entities") o.entities = uint32_t(num(next()));
+    else if (a == "--viewers") o.viewers = uint32_t(num(next()));
+    else if (a == "--threads") o.threads = unsigned(num(next()));
+    else if (a == "--ticks") o.ticks = uint32_t(num(next()));
+    else if (a == "--warmup") o.warmup = uint32_t(num(next()));
+    else if (a == "--walk-cap") o.walkCap = num(next());
+    else if (a == "--ghost-cap") o.ghostCap = num(next());
+    else if (a == "--dense") o.denseThreshold = num(next());
+    else if (a == "--still") o.still = true;
+    else usage();
+  }
+  ConfigInput in;
+  in.walkCap = o.walkCap >= 2147483647.0 ? 2147483647.0 : o.walkCap;
+  in.ghostCap = o.ghostCap;
+  in.denseCellThreshold = o.denseThreshold >= 1073741824.0 ? 1073741824.0 : o.denseThreshold;
+  Config c = buildConfig(in);
+  World w(c, std::max<uint32_t>(o.entities, 1));
+  std::mt19937 rng(12345);
+  auto uni = [&](int64_t lo, int64_t hi) { return int32_t(lo + int64_t(rng() % uint64_t(hi - lo))); };
+  const int64_t region = c.regionRaw, cell = c.cellRaw;
+  const int64_t cx0 = (c.cellsPerAxis / 2) * cell;  // the crowded cell
+  uint32_t crowd = o.scenario == "town-square" ? o.entities : o.scenario == "crowd" ? o.entities * 6 / 10 : 0;
+  for (uint32_t i = 0; i < o.entities; ++i) {
+    if (i < crowd) w.entities().spawn(uni(cx0, cx0 + cell), uni(cx0, cx0 + cell), 0);
+    else w.entities().spawn(uni(0, region), uni(0, region), 0);
+  }
+  uint32_t viewers = o.viewers ? o.viewers : std::min<uint32_t>(o.entities, 8192);
+  viewers = std::min(viewers, o.entities);
+  for (uint32_t i = 0; i < viewers; ++i) w.addViewer(w.entities().idOfSlot(i), ViewerOptions{0, 1});
+
+  ThreadPool pool(o.threads);
+  // Random walk of ~1.5 m/s at 20 Hz (77 raw per tick per axis at most), kept inside its area.
+  auto move = [&]() {
+    if (o.still) return;
+    int32_t *xs = w.entities().x(), *ys = w.entities().y();
+    for (uint32_t s = 0; s < o.entities; ++s) {
+      int64_t lo = s < crowd ? cx0 : 0, hi = s < crowd ? cx0 + cell - 1 : region - 1;
+      xs[s] = int32_t(std::clamp<int64_t>(xs[s] + int32_t(rng() % 155) - 77, lo, hi));
+      ys[s] = int32_t(std::clamp<int64_t>(ys[s] + int32_t(rng() % 155) - 77, lo, hi));
+    }
+  };
+
+  std::vector<double> snapUs, passUs, gatherUs;
+  TickStats last{};
+  std::vector<Candidate> buf(o.entities + 2);
+  uint64_t gathered = 0, examined = 0;
+  for (uint32_t t = 0; t < o.warmup + o.ticks; ++t) {
+    move();
+    if (o.mode == "snapshot") {
+      auto t0 = Clock::now();
+      w.rebuildSnapshot();
+      if (t >= o.warmup) snapUs.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      continue;
+    }
+    w.prepareTick();
+    if (o.mode == "gather") {
+      const Snapshot& snap = w.snapshot();
+      std::vector<std::vector<Candidate>> scratch(pool.size(), std::vector<Candidate>(o.entities + 2));
+      std::vector<uint64_t> g(pool.size() * 16), ex(pool.size() * 16);
+      auto t0 = Clock::now();
+      pool.parallelFor(viewers, 16, [&](uint32_t b, uint32_t e, unsigned wk) {
+        for (uint32_t i = b; i < e; ++i) {
+          const Viewer& v = w.viewerAt(i);
+          GatherResult r = gather(snap, v.vx, v.vy, c.viewRadiusSq, c.walkCap, v.avatarId, scratch[wk].data());
+          g[wk * 16] += r.count, ex[wk * 16] += r.examined;
+        }
+      });
+      if (t >= o.warmup) {
+        gatherUs.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+        for (unsigned k = 0; k < pool.size(); ++k) gathered += g[k * 16], examined += ex[k * 16];
+      }
+      continue;
+    }
+    w.runPass(pool);
+    if (t >= o.warmup) snapUs.push_back(w.snapshotMicros), passUs.push_back(w.passMicros), last = w.stats();
+  }
+  std::printf("{\"scenario\":\"%s\",\"mode\":\"%s\",\"entities\":%u,\"viewers\":%u,\"threads\":%u,\"walkCap\":%.0f,"
+              "\"ghostCap\":%.0f,\"denseThreshold\":%.0f,\"ticks\":%u",
+              o.scenario.c_str(), o.mode.c_str(), o.entities, viewers, pool.size(), double(c.walkCap), o.ghostCap,
+              double(c.denseCellThreshold), o.ticks);
+  if (o.mode == "snapshot") {
+    std::printf(",\"snapshotUs\":%.1f,\"snapshotP90Us\":%.1f}\n", median(snapUs), pct(snapUs, 0.9));
+  } else if (o.mode == "gather") {
+    double med = median(gatherUs);
+    std::printf(",\"gatherMs\":%.3f,\"gatherPerViewerUs\":%.3f,\"candidatesPerViewer\":%.1f,\"examinedPerViewer\":%.1f}\n",
+                med / 1000, med / viewers, double(gathered) / (double(viewers) * o.ticks),
+                double(examined) / (double(viewers) * o.ticks));
+  } else {
+    double med = median(passUs);
+    double served = double(std::max<uint64_t>(last.served, 1));
+    std::printf(",\"passMs\":%.3f,\"passP90Ms\":%.3f,\"perViewerUs\":%.3f,\"snapshotUs\":%.1f,\"recordsPerPacket\":%.2f,"
+                "\"candidatesPerViewer\":%.1f,\"examinedPerViewer\":%.1f,\"despawnsPerTick\":%lu,\"newGhostsPerTick\":%lu}\n",
+                med / 1000, pct(passUs, 0.9) / 1000, med / served, median(snapUs), double(last.records) / served,
+                double(last.candidates) / served, double(last.examined) / served, (unsigned long)last.despawns,
+                (unsigned long)last.newGhosts);
+  }
+  return 0;
+}
