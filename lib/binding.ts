@@ -75,7 +75,9 @@ export interface NativeWorld {
   isLive(id: number): boolean;
   positions(): { x: Int32Array; y: Int32Array; z: Int32Array; external: boolean };
   odometer(id: number): number;
-  addViewer(id: number, payloadBytes: number, sendPeriod: number): void;
+  addViewer(id: number, payloadBytes: number, sendPeriod: number, acks: boolean): void;
+  acknowledge(id: number, ack: number, ackBits: number): void;
+  ackStats(id: number): { acked: number; lost: number; assumed: number } | null;
   removeViewer(id: number): void;
   hasViewer(id: number): boolean;
   viewerCount(): number;
@@ -88,7 +90,7 @@ export interface NativeWorld {
     x: Int32Array | null;
     y: Int32Array | null;
     z: Int32Array | null;
-    departing: Uint8Array;
+    state: Uint8Array;
     sequence: number;
     passes: number;
   };

@@ -42,6 +42,13 @@ export interface ViewerOptions {
   payloadBytes?: number;
   /** Serve this viewer every Nth tick (1 to 65535). Phases are spread across viewers. Default 1. */
   sendPeriod?: number;
+  /**
+   * The client acknowledges packets ({@link World.acknowledge}): marks then advance when a packet
+   * is acknowledged, and a lost packet's records regain their priority, its new ghosts are
+   * announced again and its despawns resent. The engine keeps the last 64 packets' records for it.
+   * A viewer that never acknowledges behaves as one without acks. Default false.
+   */
+  acks?: boolean;
 }
 
 /**
@@ -85,8 +92,11 @@ export interface GhostTableView {
   readonly x: Int32Array | null;
   readonly y: Int32Array | null;
   readonly z: Int32Array | null;
-  /** 1 where the ghost was evicted and its despawn record has not been sent yet. */
-  readonly departing: Uint8Array;
+  /**
+   * Per ghost: 0 live (the client holds it), 1 departing (evicted; its despawn record has not been
+   * sent yet: the client still holds it), 2 despawn sent and not yet acknowledged (acks viewers).
+   */
+  readonly state: Uint8Array;
   /** Sequence number the next packet to this viewer will carry. */
   readonly sequence: number;
 }
@@ -338,6 +348,7 @@ export class World {
   addViewer(avatar: EntityId, options: ViewerOptions = {}): void {
     const payloadBytes = options.payloadBytes ?? this.config.payloadBytes;
     const sendPeriod = options.sendPeriod ?? 1;
+    const acks = options.acks ?? false;
     if (typeof payloadBytes !== 'number' || typeof sendPeriod !== 'number') {
       throw new SightlineError(
         'ERR_SIGHTLINE_INVALID_VIEWER_OPTION',
@@ -345,7 +356,7 @@ export class World {
       );
     }
     try {
-      this.#native.addViewer(avatar, payloadBytes, sendPeriod);
+      this.#native.addViewer(avatar, payloadBytes, sendPeriod, acks === true);
     } catch (e) {
       rethrow(e);
     }
@@ -358,6 +369,30 @@ export class World {
   removeViewer(avatar: EntityId): void {
     try {
       this.#native.removeViewer(avatar);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /**
+   * Applies a client's acknowledgement to a viewer added with `{ acks: true }`: `ack` is the newest
+   * packet sequence the client received (u16), bit i of `ackBits` (u32) says whether sequence
+   * ack - 1 - i was received. A packet is taken as lost once an acknowledgement 3 or more sequences
+   * newer leaves it out (reordering tolerance). During a tick it is applied when the tick ends.
+   * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_ACKS_DISABLED, ERR_SIGHTLINE_INVALID_ACK.
+   */
+  acknowledge(viewer: EntityId, ack: number, ackBits: number): void {
+    try {
+      this.#native.acknowledge(viewer, ack, ackBits);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /** Packets resolved for a viewer with acks: acknowledged, lost, and assumed delivered (log overflow). */
+  ackStats(viewer: EntityId): { acked: number; lost: number; assumed: number } | null {
+    try {
+      return this.#native.ackStats(viewer);
     } catch (e) {
       rethrow(e);
     }

@@ -301,6 +301,8 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
                            InstanceMethod<&NativeWorld::AddViewer>("addViewer"),
                            InstanceMethod<&NativeWorld::RemoveViewer>("removeViewer"),
                            InstanceMethod<&NativeWorld::HasViewer>("hasViewer"),
+                           InstanceMethod<&NativeWorld::Acknowledge>("acknowledge"),
+                           InstanceMethod<&NativeWorld::AckStats>("ackStats"),
                            InstanceMethod<&NativeWorld::ViewerCount>("viewerCount"),
                            InstanceMethod<&NativeWorld::Tick>("tick"),
                            InstanceMethod<&NativeWorld::RebuildSnapshot>("rebuildSnapshot"),
@@ -450,9 +452,11 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   };
   // Viewer changes asked for while a pass runs take effect after it, in order.
   struct PendingOp {
-    bool add;
+    enum Kind : uint8_t { Add, Remove, Ack } kind;
     uint32_t id;
     ViewerOptions opts;
+    uint16_t ack;
+    uint32_t ackBits;
   };
 
   void applyPending(Napi::Env env) {
@@ -460,8 +464,9 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     ops.swap(pending_);
     for (const PendingOp& op : ops) {
       try {
-        if (op.add) world_->addViewer(op.id, op.opts);
-        else world_->removeViewer(op.id);
+        if (op.kind == PendingOp::Add) world_->addViewer(op.id, op.opts);
+        else if (op.kind == PendingOp::Remove) world_->removeViewer(op.id);
+        else if (world_->hasViewer(op.id)) world_->acknowledge(op.id, op.ack, op.ackBits);
       } catch (const CoreError&) {
         // Validated when asked for; the only way to fail now is an avatar despawned meanwhile,
         // which the next tick reports as a skip. Nothing to undo.
@@ -473,7 +478,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   bool effectiveHasViewer(uint32_t id) const {
     bool has = world_->hasViewer(id);
     for (const PendingOp& op : pending_)
-      if (op.id == id) has = op.add;
+      if (op.id == id && op.kind != PendingOp::Ack) has = op.kind == PendingOp::Add;
     return has;
   }
 
@@ -515,7 +520,8 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     if (!(period >= 1 && period <= 65535) || period != double(uint32_t(period)))
       throw codedError(env, "ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
                        "sendPeriod must be an integer between 1 and 65535 ticks, received " + std::to_string(period));
-    ViewerOptions opts{uint32_t(payload), uint32_t(period)};
+    bool acks = info.Length() > 3 && info[3].IsBoolean() && info[3].As<Napi::Boolean>().Value();
+    ViewerOptions opts{uint32_t(payload), uint32_t(period), acks};
     if (!running_) {
       guarded(env, [&] { world_->addViewer(id, opts); return 0; });
       return env.Undefined();
@@ -524,7 +530,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     if (effectiveHasViewer(id))
       throw codedError(env, "ERR_SIGHTLINE_VIEWER_EXISTS",
                        "entity " + std::to_string(id) + " is already a viewer (one viewer per avatar)");
-    pending_.push_back(PendingOp{true, id, opts});
+    pending_.push_back(PendingOp{PendingOp::Add, id, opts, 0, 0});
     return env.Undefined();
   }
   Napi::Value RemoveViewer(const Napi::CallbackInfo& info) {
@@ -536,8 +542,39 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     }
     if (!effectiveHasViewer(id))
       throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(id) + " is not a viewer");
-    pending_.push_back(PendingOp{false, id, {}});
+    pending_.push_back(PendingOp{PendingOp::Remove, id, {}, 0, 0});
     return env.Undefined();
+  }
+  // acknowledge(viewer, ack u16, ackBits u32): during a pass it is applied when the pass ends.
+  Napi::Value Acknowledge(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    uint32_t id = idArg(info, 0);
+    double ack = numberArg(info, 1, "ack"), bits = numberArg(info, 2, "ackBits");
+    if (!(ack >= 0 && ack <= 65535) || ack != double(uint32_t(ack)) || !(bits >= 0 && bits <= 4294967295.0) ||
+        bits != double(uint32_t(bits)))
+      throw codedError(env, "ERR_SIGHTLINE_INVALID_ACK",
+                       "ack must be an integer 0..65535 and ackBits an integer 0..4294967295, received " +
+                           std::to_string(ack) + " and " + std::to_string(bits));
+    if (!running_) {
+      guarded(env, [&] { world_->acknowledge(id, uint16_t(ack), uint32_t(bits)); return 0; });
+      return env.Undefined();
+    }
+    if (!effectiveHasViewer(id))
+      throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(id) + " is not a viewer");
+    pending_.push_back(PendingOp{PendingOp::Ack, id, {}, uint16_t(ack), uint32_t(bits)});
+    return env.Undefined();
+  }
+  // Packets resolved for a viewer with acknowledgements: { acked, lost, assumed } (null otherwise).
+  Napi::Value AckStats(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    uint32_t id = idArg(info, 0);
+    const Viewer& v = guarded(env, [&]() -> const Viewer& { return world_->viewer(id); });
+    if (!v.ackLog) return env.Null();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("acked", Napi::Number::New(env, double(v.ackLog->acked)));
+    o.Set("lost", Napi::Number::New(env, double(v.ackLog->lost)));
+    o.Set("assumed", Napi::Number::New(env, double(v.ackLog->assumed)));
+    return o;
   }
   Napi::Value HasViewer(const Napi::CallbackInfo& info) {
     uint32_t id = idArg(info, 0);
@@ -614,10 +651,10 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     const GhostTable& g = v.ghosts;
     uint32_t n = g.size();
     Napi::Uint32Array ids = Napi::Uint32Array::New(env, n);
-    Napi::Uint8Array departing = Napi::Uint8Array::New(env, n);
-    for (uint32_t i = 0; i < n; ++i) ids[i] = g.at(i).id, departing[i] = g.at(i).departing;
+    Napi::Uint8Array state = Napi::Uint8Array::New(env, n);
+    for (uint32_t i = 0; i < n; ++i) ids[i] = g.at(i).id, state[i] = g.at(i).state;
     Napi::Object o = Napi::Object::New(env);
-    o.Set("ids", ids), o.Set("departing", departing);
+    o.Set("ids", ids), o.Set("state", state);
     if (g.tracksPositions()) {
       Napi::Int32Array x = Napi::Int32Array::New(env, n), y = Napi::Int32Array::New(env, n),
                        z = Napi::Int32Array::New(env, n);

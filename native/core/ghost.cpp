@@ -4,8 +4,12 @@
 
 namespace sightline {
 
-GhostTable::GhostTable(uint32_t capacity, bool trackPositions)
-    : capacity_(capacity), entries_(capacity), positions_(trackPositions ? capacity : 0), queue_(capacity) {
+GhostTable::GhostTable(uint32_t capacity, bool trackPositions, bool trackAcks)
+    : capacity_(capacity),
+      entries_(capacity),
+      positions_(trackPositions ? capacity : 0),
+      acks_(trackAcks ? capacity : 0),
+      queue_(capacity) {
   // Load factor <= 1/2. capacity <= 32768, so the index holds at most 65536 slots of u16.
   uint32_t slots = uint32_t{1} << ceilLog2(uint64_t{capacity} * 2);
   if (slots < 8) slots = 8;
@@ -16,7 +20,8 @@ GhostTable::GhostTable(uint32_t capacity, bool trackPositions)
 
 uint32_t GhostTable::insert(uint32_t id, uint32_t mark) {
   uint32_t i = size_++;
-  entries_[i] = GhostEntry{id, mark, 0, 0, 0};
+  entries_[i] = GhostEntry{id, mark, 0, kLive, 0};
+  if (!acks_.empty()) acks_[i] = GhostAck{0, 0, 0, 0};
   uint32_t h = hash(id);
   while (index_[h] != kEmpty) h = (h + 1) & indexMask_;
   index_[h] = uint16_t(i);
@@ -45,6 +50,7 @@ void GhostTable::remove(uint32_t i) {
   if (i != last) {
     entries_[i] = entries_[last];
     if (!positions_.empty()) positions_[i] = positions_[last];
+    if (!acks_.empty()) acks_[i] = acks_[last];
     uint32_t hl = hash(entries_[i].id);
     while (index_[hl] != last) hl = (hl + 1) & indexMask_;
     index_[hl] = uint16_t(i);

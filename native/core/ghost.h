@@ -9,6 +9,9 @@
 //  - departing: missed more passes than the grace window allows, so evicted; queued as a despawn
 //    record. The client still holds it until that record is written. If it becomes eligible again
 //    first, it is revived: no despawn, no respawn.
+//  - despawn sent (viewers with acknowledgements only): the despawn record is in flight. Removed
+//    when that packet is acknowledged; departing again (the record is resent) when it is lost.
+//    Eligible again meanwhile: announced as new.
 // A pass writes an entry only when it is sent, missed, evicted or revived: an entry that stays
 // eligible and unsent is only read, which keeps the pass's memory traffic to the tables low.
 #pragma once
@@ -18,14 +21,24 @@
 
 namespace sightline {
 
+enum GhostState : uint8_t { kLive = 0, kDeparting = 1, kDespawnSent = 2 };
+
 struct GhostEntry {
   uint32_t id;
   uint32_t mark;      // odometer total at last send (raw units, wrapping)
   uint16_t missed;    // consecutive passes not eligible (saturating)
-  uint8_t departing;
+  uint8_t state;      // GhostState
   uint8_t queued;     // present in the despawn queue
 };
 static_assert(sizeof(GhostEntry) == 12, "ghost entries are 12 bytes");
+
+// Acknowledgement state of a ghost (viewers with acknowledgements only).
+struct GhostAck {
+  uint32_t ackedMark;  // the newest mark the client has acknowledged
+  uint16_t inflight;   // packets carrying an update of it, not yet acknowledged or lost
+  uint8_t confirmed;   // some packet carrying it was acknowledged: the client holds it
+  uint8_t pad;
+};
 
 struct GhostPosition { int32_t x, y, z; };  // last position sent (raw), read by tools and tests
 
@@ -33,8 +46,11 @@ class GhostTable {
  public:
   // trackPositions: also keep the last position sent of every ghost (for tools and tests; it adds
   // a write per record to the pass).
-  GhostTable(uint32_t capacity, bool trackPositions);
+  // trackAcks: keep a GhostAck per entry (viewers whose client acknowledges packets).
+  GhostTable(uint32_t capacity, bool trackPositions, bool trackAcks = false);
   bool tracksPositions() const { return !positions_.empty(); }
+  bool tracksAcks() const { return !acks_.empty(); }
+  GhostAck& ackAt(uint32_t i) { return acks_[i]; }
 
   uint32_t size() const { return size_; }
   uint32_t capacity() const { return capacity_; }
@@ -86,6 +102,7 @@ class GhostTable {
   int hashShift_;
   std::vector<GhostEntry> entries_;
   std::vector<GhostPosition> positions_;
+  std::vector<GhostAck> acks_;
   std::vector<uint16_t> index_;
   std::vector<uint32_t> queue_;
   uint32_t qHead_ = 0, qCount_ = 0;

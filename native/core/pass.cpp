@@ -65,6 +65,15 @@ void World::serve(Viewer& v, Scratch& s) {
   ++v.passes;
   ++st.served;
 
+  // Acknowledgements: this packet's slot in the log. A packet still unresolved there is taken as
+  // delivered (done first: it may remove entries).
+  AckLog* log = v.ackLog.get();
+  const uint32_t logSlot = v.sequence % AckLog::kPackets;
+  if (log && log->packets[logSlot].used) {
+    resolvePacket(v, log->packets[logSlot], logSlot, true);
+    --log->acked, ++log->assumed;
+  }
+
   // Subscription box (cells within the cell radius); a change is counted.
   Subscription box = subscriptionBox(cellOf(v.vx, c.cellShift), cellOf(v.vy, c.cellShift), c.cellRadius,
                                      c.cellsPerAxis);
@@ -96,19 +105,23 @@ void World::serve(Viewer& v, Scratch& s) {
   for (uint32_t i = 0; i < n; ++i) {
     const Candidate& k = cand[i];
     int32_t e = gt.find(ids[k.index]);
-    uint32_t drift;
+    uint32_t drift, fresh = 0;
     if (e >= 0) {
-      seen[e >> 6] |= uint64_t{1} << (e & 63);
       GhostEntry& ge = gt.at(uint32_t(e));
-      if (ge.departing) ge.departing = 0;
-      drift = odo[k.index] - ge.mark;
+      if (ge.state == kDespawnSent) {
+        drift = c.newDrift, fresh = 1;  // its despawn is in flight: announce it again
+      } else {
+        seen[e >> 6] |= uint64_t{1} << (e & 63);
+        if (ge.state == kDeparting) ge.state = kLive;
+        drift = odo[k.index] - ge.mark;
+      }
     } else {
-      drift = c.newDrift;
+      drift = c.newDrift, fresh = 1;
     }
     // band = ilog2(d2). drift < 2^32 and weight < 2^32: the product fits in 64 bits (never saturates).
     uint64_t score = uint64_t{drift} * c.bandWeights[ilog2(k.d2)];
     if (score == 0) continue;  // the cut at the first zero score: unmoved since last sent
-    sc[m++] = World::Scored{score, k.order, k.index, e};
+    sc[m++] = World::Scored{score, k.order, k.index, e, fresh};
     newPositive += e < 0;
   }
 
@@ -118,18 +131,29 @@ void World::serve(Viewer& v, Scratch& s) {
   uint8_t* p = out + kHeaderBytes;
   Budget budget = packetBudget(v.payloadBytes, 0);
   uint32_t despawns = 0, removals = 0;
+  uint32_t* logDespawns = log ? log->despawnIds.data() + size_t{logSlot} * log->maxDespawns : nullptr;
   for (uint32_t q = gt.queueSize(); q > 0; --q) {
     uint32_t id = gt.queueFront();
     int32_t e = gt.find(id);
+    if (e < 0) {  // removed since it was queued (an acknowledgement found the client never had it)
+      gt.dequeue();
+      continue;
+    }
     GhostEntry& ge = gt.at(uint32_t(e));
-    if (!ge.departing) {  // revived since it was queued
+    if (ge.state != kDeparting) {  // revived since it was queued
       ge.queued = 0;
       gt.dequeue();
     } else if (despawns < budget.maxDespawns) {
       putU32(p, id);
       p += kDespawnRecordBytes;
+      ge.queued = 0;
+      if (log) {
+        logDespawns[despawns] = id;  // kept until the packet is acknowledged or lost
+        ge.state = kDespawnSent;
+      } else {
+        s.removals[removals++] = uint32_t(e);
+      }
       ++despawns;
-      s.removals[removals++] = uint32_t(e);
       gt.dequeue();
     } else {
       gt.requeueFront();  // waits for the next packet, keeping its place in line
@@ -174,10 +198,21 @@ void World::serve(Viewer& v, Scratch& s) {
     if (r.entry < 0) {
       e = gt.insert(id, odo[idx]);
       seen[e >> 6] |= uint64_t{1} << (e & 63);
-      ++newGhosts;
     } else {
       e = uint32_t(r.entry);
-      gt.at(e).mark = odo[idx];
+      GhostEntry& ge = gt.at(e);
+      ge.mark = odo[idx];
+      if (r.fresh) {  // announced again while its despawn was in flight
+        ge.state = kLive, ge.missed = 0;
+        seen[e >> 6] |= uint64_t{1} << (e & 63);
+        gt.ackAt(e).confirmed = 0;
+      }
+    }
+    newGhosts += r.fresh;
+    if (log) {
+      ++gt.ackAt(e).inflight;
+      log->updateIds[size_t{logSlot} * log->maxUpdates + i] = id;
+      log->updateMarks[size_t{logSlot} * log->maxUpdates + i] = odo[idx];
     }
     if (trackPositions) {
       GhostPosition& gp = gt.positionAt(e);
@@ -188,28 +223,36 @@ void World::serve(Viewer& v, Scratch& s) {
   st.newGhosts += newGhosts;
 
   // Eviction: a ghost not eligible for more than the grace window's passes departs; its despawn
-  // record goes out with the next pass. Entries despawned this pass are departing: skipped.
+  // record goes out with the next pass. Only live entries age.
+  // Evicted ids are queued in id order, so the despawn order does not depend on the table's layout.
   const uint32_t grace = c.graceTicks;
+  uint32_t evicted = 0;
   for (uint32_t i = 0, sz = gt.size(); i < sz; ++i) {
     GhostEntry& ge = gt.at(i);
     if (seen[i >> 6] & (uint64_t{1} << (i & 63))) {
       if (ge.missed) ge.missed = 0;
       continue;
     }
-    if (ge.departing) continue;
+    if (ge.state != kLive) continue;
     if (ge.missed < 0xffff) ++ge.missed;
     if (ge.missed <= grace) continue;
-    ge.departing = 1;
+    ge.state = kDeparting;
     if (!ge.queued) {
       ge.queued = 1;
-      gt.enqueue(ge.id);
+      s.evicted[evicted++] = ge.id;
     }
   }
+  std::sort(s.evicted.data(), s.evicted.data() + evicted);
+  for (uint32_t i = 0; i < evicted; ++i) gt.enqueue(s.evicted[i]);
 
   // Remove the despawned entries, highest index first so earlier indices stay valid.
   std::sort(s.removals.data(), s.removals.data() + removals, std::greater<uint32_t>());
   for (uint32_t i = 0; i < removals; ++i) gt.remove(s.removals[i]);
 
+  if (log) {
+    AckLog::Packet& lp = log->packets[logSlot];
+    lp.sequence = v.sequence, lp.updates = uint16_t(take), lp.despawns = uint16_t(despawns), lp.used = 1;
+  }
   writeHeader(out, PacketHeader{v.sequence++, tick_, uint16_t(despawns), uint16_t(take)});
   v.outLength = uint32_t(p - out);
   st.bytes += v.outLength;

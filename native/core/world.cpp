@@ -41,7 +41,7 @@ void World::addViewer(uint32_t avatarId, ViewerOptions opts) {
                     "sendPeriod must be between 1 and 65535 ticks, received " + std::to_string(opts.sendPeriod));
   uint32_t phase = phaseCounter_++ % opts.sendPeriod;
   viewers_.push_back(std::make_unique<Viewer>(avatarId, payload, opts.sendPeriod, phase, config_.ghostTableCapacity,
-                                               recordGhostPositions_));
+                                               recordGhostPositions_, opts.acks));
   viewerIndex_[avatarId] = viewers_.size() - 1;
 }
 
@@ -53,6 +53,65 @@ void World::removeViewer(uint32_t avatarId) {
   viewerIndex_.erase(it);
   viewers_.erase(viewers_.begin() + static_cast<std::ptrdiff_t>(i));
   for (size_t k = i; k < viewers_.size(); ++k) viewerIndex_[viewers_[k]->avatarId] = k;
+}
+
+void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, bool delivered) {
+  AckLog& log = *v.ackLog;
+  GhostTable& gt = v.ghosts;
+  const uint32_t* ids = log.updateIds.data() + size_t{slot} * log.maxUpdates;
+  const uint32_t* marks = log.updateMarks.data() + size_t{slot} * log.maxUpdates;
+  for (uint32_t i = 0; i < p.updates; ++i) {
+    int32_t e = gt.find(ids[i]);
+    if (e < 0) continue;
+    GhostEntry& ge = gt.at(uint32_t(e));
+    GhostAck& a = gt.ackAt(uint32_t(e));
+    if (a.inflight > 0) --a.inflight;
+    if (ge.state == kDespawnSent) continue;
+    if (delivered) {
+      if (!a.confirmed || int32_t(marks[i] - a.ackedMark) > 0) a.ackedMark = marks[i];
+      a.confirmed = 1;
+    } else if (!a.confirmed && a.inflight == 0) {
+      gt.remove(uint32_t(e));  // the client never got it: announce it again when it is eligible
+    } else if (ge.mark == marks[i]) {
+      ge.mark = a.ackedMark;  // nothing newer went out: the drift since the acknowledged mark counts again
+    }
+  }
+  const uint32_t* despawns = log.despawnIds.data() + size_t{slot} * log.maxDespawns;
+  for (uint32_t i = 0; i < p.despawns; ++i) {
+    int32_t e = gt.find(despawns[i]);
+    if (e < 0) continue;
+    GhostEntry& ge = gt.at(uint32_t(e));
+    if (ge.state != kDespawnSent) continue;  // announced again since: the client holds it
+    if (delivered) {
+      gt.remove(uint32_t(e));
+    } else {
+      ge.state = kDeparting;  // resend the despawn
+      if (!ge.queued) ge.queued = 1, gt.enqueue(ge.id);
+    }
+  }
+  if (delivered) ++log.acked;
+  else ++log.lost;
+  p.used = 0;
+}
+
+void World::acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits) {
+  auto it = viewerIndex_.find(avatarId);
+  if (it == viewerIndex_.end())
+    throw CoreError("ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(avatarId) + " is not a viewer");
+  Viewer& v = *viewers_[it->second];
+  if (!v.ackLog)
+    throw CoreError("ERR_SIGHTLINE_ACKS_DISABLED", "viewer " + std::to_string(avatarId) +
+                                                       " was added without { acks: true }; its packets are not logged");
+  AckLog& log = *v.ackLog;
+  for (uint32_t slot = 0; slot < AckLog::kPackets; ++slot) {
+    AckLog::Packet& p = log.packets[slot];
+    if (!p.used) continue;
+    uint32_t d = uint16_t(ack - p.sequence);
+    if (d >= 0x8000) continue;  // newer than the acknowledgement
+    bool received = d == 0 || (d <= 32 && ((ackBits >> (d - 1)) & 1u));
+    if (received) resolvePacket(v, p, slot, true);
+    else if (d >= AckLog::kReorderTolerance) resolvePacket(v, p, slot, false);
+  }
 }
 
 const Viewer& World::viewer(uint32_t avatarId) const {
@@ -107,7 +166,7 @@ void World::runPass(ThreadPool& pool) {
     if (s->scored.size() < config_.ghostCap) {
       s->scored.resize(config_.ghostCap), s->ties.resize(config_.ghostCap);
       s->seen.resize((config_.ghostTableCapacity + 63) / 64);
-      s->removals.resize(config_.ghostTableCapacity);
+      s->removals.resize(config_.ghostTableCapacity), s->evicted.resize(config_.ghostTableCapacity);
     }
     s->stats = TickStats{};
   }

@@ -29,16 +29,45 @@ enum class ViewerStatus : uint8_t { Due = 0, NotDue = 1, AvatarGone = 2, Outside
 struct ViewerOptions {
   uint32_t payloadBytes;  // 0 = config.payloadBytes
   uint32_t sendPeriod = 1;
+  bool acks = false;      // the client acknowledges packets (World::acknowledge)
+};
+
+// Packets in flight to a viewer whose client acknowledges: for each, the updates (id, mark) and
+// despawn ids it carried. 64 packets; a slot reused before its packet was resolved is taken as
+// delivered (what a viewer without acknowledgements assumes of every packet).
+struct AckLog {
+  static constexpr uint32_t kPackets = 64;
+  // A packet is declared lost once an acknowledgement at least this many sequences newer does not
+  // include it: tolerates that much reordering before a resend.
+  static constexpr uint32_t kReorderTolerance = 3;
+  AckLog(uint32_t maxUpdates, uint32_t maxDespawns)
+      : maxUpdates(maxUpdates),
+        maxDespawns(maxDespawns),
+        updateIds(size_t{kPackets} * maxUpdates),
+        updateMarks(size_t{kPackets} * maxUpdates),
+        despawnIds(size_t{kPackets} * maxDespawns) {}
+  struct Packet {
+    uint16_t sequence = 0;
+    uint16_t updates = 0;
+    uint16_t despawns = 0;
+    uint8_t used = 0;
+  };
+  uint32_t maxUpdates, maxDespawns;
+  Packet packets[kPackets];
+  std::vector<uint32_t> updateIds, updateMarks, despawnIds;
+  uint64_t acked = 0, lost = 0, assumed = 0;  // packets resolved each way
 };
 
 struct Viewer {
   Viewer(uint32_t avatar, uint32_t payload, uint32_t period, uint32_t phase, uint32_t ghostCapacity,
-         bool trackPositions)
+         bool trackPositions, bool acks)
       : avatarId(avatar),
         payloadBytes(payload),
         sendPeriod(period),
         phase(phase),
-        ghosts(ghostCapacity, trackPositions) {}
+        ghosts(ghostCapacity, trackPositions, acks) {
+    if (acks) ackLog = std::make_unique<AckLog>(payload / kRecordBytes, payload / kDespawnRecordBytes);
+  }
   uint32_t avatarId;
   uint32_t payloadBytes;
   uint32_t sendPeriod;
@@ -48,6 +77,7 @@ struct Viewer {
   bool hasBox = false;
   Subscription box;
   GhostTable ghosts;
+  std::unique_ptr<AckLog> ackLog;  // null unless the client acknowledges
   // Set by prepareTick for the current tick.
   ViewerStatus status = ViewerStatus::NotDue;
   int32_t vx = 0, vy = 0;
@@ -81,6 +111,12 @@ class World {
   // Throws ERR_SIGHTLINE_UNKNOWN_VIEWER.
   void removeViewer(uint32_t avatarId);
   bool hasViewer(uint32_t avatarId) const { return viewerIndex_.count(avatarId) != 0; }
+  // Applies a client's acknowledgement: `ack` = newest packet sequence received, bit i of ackBits =
+  // sequence ack - 1 - i received. Acknowledged packets advance the ghosts' acknowledged marks;
+  // lost ones give their records their priority back, re-announce ghosts the client never got and
+  // resend despawns. Not during a pass. Throws ERR_SIGHTLINE_UNKNOWN_VIEWER,
+  // ERR_SIGHTLINE_ACKS_DISABLED.
+  void acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits);
   size_t viewerCount() const { return viewers_.size(); }
   const Viewer& viewerAt(size_t i) const { return *viewers_[i]; }
   const Viewer& viewer(uint32_t avatarId) const;
@@ -100,8 +136,9 @@ class World {
   double odometerMicros = 0, snapshotMicros = 0, passMicros = 0;
 
  private:
-  // A candidate with its score; entry = its ghost table index, or -1 when the client does not hold it.
-  struct Scored { uint64_t score; uint32_t order; uint32_t index; int32_t entry; };
+  // A candidate with its score; entry = its ghost table index, or -1 when it has none; fresh = the
+  // client does not hold it (no entry, or a despawn in flight).
+  struct Scored { uint64_t score; uint32_t order; uint32_t index; int32_t entry; uint32_t fresh; };
   // Per-worker scratch, on its own cache lines.
   struct alignas(64) Scratch {
     std::vector<Candidate> candidates;
@@ -111,9 +148,11 @@ class World {
     std::vector<uint64_t> keys;
     std::vector<uint64_t> seen;      // bit per ghost entry: eligible this pass
     std::vector<uint32_t> removals;  // ghost entries whose despawn record went out this pass
+    std::vector<uint32_t> evicted;   // ids evicted this pass
     TickStats stats;
   };
   void serve(Viewer& v, Scratch& s);
+  static void resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, bool delivered);
 
   Config config_;
   EntityStore store_;

@@ -1,0 +1,152 @@
+import { describe, it, expect } from 'vitest';
+import { World, WorldConfig, createRawPacket, decodePacketRaw } from '../lib/index.js';
+import { randInt, rng, serverGhosts, wireZ, withSeed } from './helpers/model.js';
+
+/** A client over a lossy link: keeps what it received (tolerating loss) and acknowledges. */
+class AckingClient {
+  readonly held = new Map<number, { x: number; y: number; z: number }>();
+  newest = -1;
+  received = new Set<number>();
+  unknownDespawns = 0;
+  readonly #raw = createRawPacket(1200);
+  constructor(readonly config: WorldConfig) {}
+  apply(bytes: Uint8Array): void {
+    const p = decodePacketRaw(bytes, this.config, this.#raw);
+    for (let i = 0; i < p.despawnCount; i++) if (!this.held.delete(p.despawns[i])) this.unknownDespawns++;
+    for (let i = 0; i < p.updateCount; i++) this.held.set(p.ids[i], { x: p.x[i], y: p.y[i], z: p.z[i] });
+    this.received.add(p.sequence);
+    if (this.newest < 0 || ((p.sequence - this.newest) & 0xffff) < 0x8000) this.newest = p.sequence;
+  }
+  ack(): [number, number] {
+    let bits = 0;
+    for (let i = 0; i < 32; i++) if (this.received.has((this.newest - 1 - i) & 0xffff)) bits |= 1 << i;
+    return [this.newest, bits >>> 0];
+  }
+}
+
+function liveGhosts(world: World, viewer: number): Map<number, { x: number; y: number; z: number }> {
+  const all = serverGhosts(world, viewer);
+  const { ids, state } = world.ghosts(viewer);
+  for (let i = 0; i < ids.length; i++) if (state[i] === 2) all.delete(ids[i]);
+  return all;
+}
+
+describe('acknowledgements drive the accumulator', () => {
+  for (const loss of [0, 0.05, 0.2]) {
+    it(`with ${loss * 100}% loss, each client converges to the server's ghost table once the loss stops`, async () => {
+      await withSeed(31 + loss * 100, async (seed) => {
+        const r = rng(seed);
+        const c = WorldConfig.build({ regionSize: 1024, viewRadius: 100 });
+        const w = new World(c, { capacity: 600, threads: 2, recordGhostPositions: true });
+        const ids: number[] = [];
+        for (let i = 0; i < 500; i++) ids.push(w.spawn({ x: r() * 1024, y: r() * 1024, z: 0 }));
+        const viewers = ids.slice(0, 20);
+        for (const v of viewers) w.addViewer(v, { acks: true, payloadBytes: 16 + 12 * 20 + 4 * 10 });
+        const clients = new Map(viewers.map((v) => [v, new AckingClient(c)]));
+        const inFlight: { at: number; viewer: number; bytes: Uint8Array }[] = [];
+        for (let t = 0; t < 400; t++) {
+          const lossy = t < 250;
+          // Everything keeps moving until t = 300, then only a few move (quiet enough to settle).
+          for (const id of ids) {
+            if (t >= 300 && id % 10 !== 0) continue;
+            const s = w.slotOf(id);
+            w.positions.x[s] = Math.min(Math.max(w.positions.x[s] + randInt(r, -900, 900), 0), 1024 * 1024 - 1);
+            w.positions.y[s] = Math.min(Math.max(w.positions.y[s] + randInt(r, -900, 900), 0), 1024 * 1024 - 1);
+          }
+          const res = await w.tick();
+          for (const p of res.packets) {
+            if (lossy && r() < loss) continue;
+            // Reordering: up to 2 ticks of delay while lossy.
+            inFlight.push({ at: t + (lossy ? randInt(r, 0, 3) : 0), viewer: p.viewer, bytes: p.bytes.slice() });
+          }
+          for (let i = inFlight.length - 1; i >= 0; i--) {
+            if (inFlight[i].at > t) continue;
+            clients.get(inFlight[i].viewer)!.apply(inFlight[i].bytes);
+            inFlight.splice(i, 1);
+          }
+          for (const [v, client] of clients) {
+            if (client.newest < 0) continue;
+            const [ack, bits] = client.ack();
+            w.acknowledge(v, ack, bits);
+          }
+        }
+        let lost = 0;
+        let held = 0;
+        for (const [v, client] of clients) {
+          held += client.held.size;
+          const server = liveGhosts(w, v);
+          expect(new Set(client.held.keys())).toEqual(new Set(server.keys()));
+          for (const [id, pos] of server) expect(client.held.get(id)).toEqual({ ...pos, z: wireZ(c, pos.z) });
+          lost += w.ackStats(v)!.lost;
+        }
+        expect(held).toBeGreaterThan(20 * 5);
+        if (loss > 0) expect(lost).toBeGreaterThan(0);
+      });
+    }, 60_000);
+  }
+
+  it('an entity that leaves and comes back while packets are lost is announced again', async () => {
+    const c = WorldConfig.build({ graceTicks: 2 });
+    const w = new World(c, { capacity: 8, threads: 1, recordGhostPositions: true });
+    const viewer = w.spawn({ x: 1000, y: 1000, z: 0 });
+    const x = w.spawn({ x: 1010, y: 1000, z: 0 });
+    w.addViewer(viewer, { acks: true });
+    const client = new AckingClient(c);
+    const step = async (deliver: boolean) => {
+      const res = await w.tick();
+      if (deliver) client.apply(res.packets[0].bytes);
+      const [ack, bits] = client.ack();
+      if (client.newest >= 0) w.acknowledge(viewer, ack, bits);
+    };
+    for (let t = 0; t < 5; t++) await step(true);
+    expect(client.held.has(x)).toBe(true);
+    // Every packet is lost from here: x leaves (its despawn is lost), comes back moved (the update is lost).
+    w.setPosition(x, { x: 1500, y: 1000, z: 0 });
+    for (let t = 0; t < 6; t++) await step(false);
+    w.setPosition(x, { x: 1020, y: 1000, z: 0 });
+    for (let t = 0; t < 6; t++) await step(false);
+    // Loss stops: the client ends up holding x at its real position.
+    for (let t = 0; t < 10; t++) await step(true);
+    expect(client.held.get(x)).toEqual({ x: 1020 * 1024, y: 1000 * 1024, z: 0 });
+    expect(w.ackStats(viewer)!.lost).toBeGreaterThan(0);
+  });
+
+  it('with a sink that never acknowledges, packets are byte-identical to a viewer without acks', async () => {
+    const run = async (acks: boolean) => {
+      const r = rng(5);
+      const c = WorldConfig.build({ regionSize: 1024, viewRadius: 100, graceTicks: 1 });
+      const w = new World(c, { capacity: 400, threads: 1 });
+      const ids: number[] = [];
+      for (let i = 0; i < 300; i++) ids.push(w.spawn({ x: r() * 1024, y: r() * 1024, z: 0 }));
+      for (let i = 0; i < 10; i++) w.addViewer(ids[i], { acks, payloadBytes: 200 });
+      const out: string[] = [];
+      for (let t = 0; t < 300; t++) {
+        for (const id of ids) {
+          const s = w.slotOf(id);
+          w.positions.x[s] = Math.min(Math.max(w.positions.x[s] + randInt(r, -3000, 3000), 0), 1024 * 1024 - 1);
+        }
+        const res = await w.tick();
+        for (const p of res.packets) out.push(Buffer.from(p.bytes).toString('hex'));
+      }
+      return out;
+    };
+    const withAcks = await run(true);
+    const without = await run(false);
+    expect(withAcks.length).toBe(without.length);
+    expect(withAcks).toEqual(without);
+  });
+
+  it('acknowledging is refused for unknown viewers and viewers without acks, and for bad values', () => {
+    const w = new World(WorldConfig.build(), { capacity: 8 });
+    const a = w.spawn({ x: 1, y: 1, z: 0 });
+    const b = w.spawn({ x: 2, y: 1, z: 0 });
+    w.addViewer(a);
+    w.addViewer(b, { acks: true });
+    expect(() => w.acknowledge(a, 0, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_ACKS_DISABLED' }));
+    expect(() => w.acknowledge(7, 0, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_VIEWER' }));
+    expect(() => w.acknowledge(b, 70000, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
+    expect(() => w.acknowledge(b, 1, -1)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
+    expect(w.ackStats(b)).toEqual({ acked: 0, lost: 0, assumed: 0 });
+    expect(w.ackStats(a)).toBeNull();
+  });
+});
