@@ -51,6 +51,9 @@ export interface NativeTickStats {
   bytes: number;
   ghostTableFull: number;
   subscriptionChanges: number;
+  /** Event records sent (resends included) and the bytes of the events sections. */
+  events: number;
+  eventBytes: number;
   entities: number;
   outsideRegion: number;
   denseCells: number;
@@ -78,6 +81,10 @@ export interface NativeWorld {
   addViewer(id: number, payloadBytes: number, sendPeriod: number, acks: boolean): void;
   acknowledge(id: number, ack: number, ackBits: number): void;
   ackStats(id: number): { acked: number; lost: number; assumed: number } | null;
+  emit(viewer: number, bytes: Uint8Array): void;
+  holders(entity: number): Uint32Array;
+  viewerIds(): Uint32Array;
+  eventStats(viewer: number): { queued: number; dropped: number; pending: number } | null;
   removeViewer(id: number): void;
   hasViewer(id: number): boolean;
   viewerCount(): number;

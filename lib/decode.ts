@@ -16,7 +16,7 @@ export type PacketLayoutConfig = Pick<WorldConfig, 'regionRaw' | 'regionShift' |
 export interface PacketHeader {
   /** Protocol version, u8 (always 1). */
   version: number;
-  /** Flags, u8 (always 0). */
+  /** Flags, u8: bit 0 = an events section follows the header; other bits are 0. */
   flags: number;
   /** Per-viewer packet sequence number, u16, wrapping. */
   sequence: number;
@@ -40,8 +40,19 @@ export interface PacketUpdate {
   z: number;
 }
 
+/** A reliable event: its per-viewer sequence (u16, consecutive) and its bytes. */
+export interface PacketEvent {
+  sequence: number;
+  bytes: Uint8Array;
+}
+
 /** A decoded packet, positions in meters. */
 export interface DecodedPacket extends PacketHeader {
+  /**
+   * Reliable events carried (copies), oldest first. The server resends an event until a packet
+   * carrying it is acknowledged, so a client delivers each sequence once and drops repeats.
+   */
+  events: PacketEvent[];
   /** Entity ids the client should drop, in packet order. */
   despawns: Uint32Array;
   /** Entity positions, in packet order. */
@@ -53,6 +64,8 @@ export interface DecodedPacket extends PacketHeader {
  * Entries past the counts are left over from earlier packets and are meaningless.
  */
 export interface RawPacket extends PacketHeader {
+  /** Reliable events carried, oldest first; `bytes` are views into the packet (copy to keep). */
+  events: PacketEvent[];
   /** Despawn records in this packet; entries [0, despawnCount) of `despawns` are valid. */
   despawnCount: number;
   /** Update records in this packet; entries [0, updateCount) of `ids`, `x`, `y`, `z` are valid. */
@@ -86,6 +99,7 @@ export function createRawPacket(payloadBytes = 1200): RawPacket {
     ackBits: 0,
     despawnCount: 0,
     updateCount: 0,
+    events: [],
     despawns: new Uint32Array(despawns),
     ids: new Uint32Array(updates),
     x: new Int32Array(updates),
@@ -121,6 +135,7 @@ export function decodePacket(bytes: Uint8Array, config: PacketLayoutConfig): Dec
     tick: raw.tick,
     ack: raw.ack,
     ackBits: raw.ackBits,
+    events: raw.events.map((e) => ({ sequence: e.sequence, bytes: e.bytes.slice() })),
     despawns: raw.despawns,
     updates,
   };
@@ -140,6 +155,11 @@ export function decodePacketRaw(bytes: Uint8Array, config: PacketLayoutConfig, o
 }
 
 // ---------------------------------------------------------------------------------------------
+
+/** Header flag: an events section follows the header. */
+export const FLAG_EVENTS = 1;
+/** Bytes of the events section's own header: u16 first sequence, u8 count. */
+export const EVENT_SECTION_BYTES = 3;
 
 function fail(code: string, message: string): never {
   throw new SightlineError(code, message);
@@ -213,10 +233,31 @@ function decodeInto(bytes: Uint8Array, config: PacketLayoutConfig, out: RawPacke
   if (version !== PROTOCOL_VERSION)
     fail('ERR_SIGHTLINE_PACKET_VERSION', `packet version must be ${PROTOCOL_VERSION}, received ${version}`);
   const flags = bytes[1];
-  if (flags !== 0) fail('ERR_SIGHTLINE_PACKET_INCONSISTENT', `packet flags must be 0, received ${flags}`);
+  if ((flags & ~FLAG_EVENTS) !== 0)
+    fail('ERR_SIGHTLINE_PACKET_INCONSISTENT', `packet flags must be 0 or 1 (events), received ${flags}`);
   const despawnCount = u16(bytes, 12);
   const updateCount = u16(bytes, 14);
-  const expected = HEADER_BYTES + despawnCount * DESPAWN_RECORD_BYTES + updateCount * RECORD_BYTES;
+  // Events section: u16 first sequence, u8 count, then count x (u16 length, bytes).
+  let eventBytes = 0;
+  let firstEvent = 0;
+  let eventCount = 0;
+  if (flags & FLAG_EVENTS) {
+    if (len < HEADER_BYTES + EVENT_SECTION_BYTES)
+      fail('ERR_SIGHTLINE_PACKET_TRUNCATED', `packet is ${len} bytes, too short for the events section it announces`);
+    firstEvent = u16(bytes, HEADER_BYTES);
+    eventCount = bytes[HEADER_BYTES + 2];
+    if (eventCount === 0) fail('ERR_SIGHTLINE_PACKET_INCONSISTENT', 'the events section announces no events');
+    eventBytes = EVENT_SECTION_BYTES;
+    for (let i = 0; i < eventCount; i++) {
+      const at = HEADER_BYTES + eventBytes;
+      if (at + 2 > len) fail('ERR_SIGHTLINE_PACKET_TRUNCATED', `packet is ${len} bytes, event ${i}'s length lies beyond it`);
+      const n = u16(bytes, at);
+      if (n === 0) fail('ERR_SIGHTLINE_PACKET_INCONSISTENT', `event ${i} is empty`);
+      if (at + 2 + n > len) fail('ERR_SIGHTLINE_PACKET_TRUNCATED', `packet is ${len} bytes, event ${i} (${n} bytes) runs past it`);
+      eventBytes += 2 + n;
+    }
+  }
+  const expected = HEADER_BYTES + eventBytes + despawnCount * DESPAWN_RECORD_BYTES + updateCount * RECORD_BYTES;
   if (len < expected)
     fail(
       'ERR_SIGHTLINE_PACKET_TRUNCATED',
@@ -239,6 +280,7 @@ function decodeInto(bytes: Uint8Array, config: PacketLayoutConfig, out: RawPacke
       ackBits: 0,
       despawnCount: 0,
       updateCount: 0,
+      events: [],
       despawns: new Uint32Array(despawnCount),
       ids: new Uint32Array(updateCount),
       x: new Int32Array(updateCount),
@@ -263,8 +305,22 @@ function decodeInto(bytes: Uint8Array, config: PacketLayoutConfig, out: RawPacke
 
   beginIdSet(despawnCount + updateCount);
 
-  const despawns = out.despawns;
   let p = HEADER_BYTES;
+  if (eventCount > 0) {
+    const events: PacketEvent[] = [];
+    let at = HEADER_BYTES + EVENT_SECTION_BYTES;
+    for (let i = 0; i < eventCount; i++) {
+      const n = u16(bytes, at);
+      events.push({ sequence: (firstEvent + i) & 0xffff, bytes: bytes.subarray(at + 2, at + 2 + n) });
+      at += 2 + n;
+    }
+    out.events = events;
+  } else if (out.events.length > 0) {
+    out.events = [];
+  }
+  p += eventBytes;
+
+  const despawns = out.despawns;
   for (let i = 0; i < despawnCount; i++, p += DESPAWN_RECORD_BYTES) {
     const id = u32(bytes, p);
     if (!addId(id)) fail('ERR_SIGHTLINE_PACKET_INCONSISTENT', `despawn record ${i}: entity ${id} appears twice in the packet`);

@@ -101,6 +101,34 @@ export interface GhostTableView {
   readonly sequence: number;
 }
 
+/** Who receives an event; see {@link World.emit}. Positions in meters. */
+export type EventTarget =
+  | { viewer: EntityId }
+  | { holders: EntityId }
+  | { near: { x: number; y: number }; radius: number };
+
+function checkTarget(target: unknown): asserts target is EventTarget {
+  const t = target as Record<string, unknown> | null;
+  const ok =
+    typeof t === 'object' &&
+    t !== null &&
+    ((typeof t.viewer === 'number') ||
+      (typeof t.holders === 'number') ||
+      (typeof t.near === 'object' &&
+        t.near !== null &&
+        Number.isFinite((t.near as { x?: unknown }).x) &&
+        Number.isFinite((t.near as { y?: unknown }).y) &&
+        typeof t.radius === 'number' &&
+        t.radius >= 0 &&
+        Number.isFinite(t.radius)));
+  if (!ok) {
+    throw new SightlineError(
+      'ERR_SIGHTLINE_INVALID_ARGUMENT',
+      `an event target must be { viewer }, { holders } or { near: { x, y }, radius } (meters), received ${describe(target)}`,
+    );
+  }
+}
+
 function rethrow(e: unknown): never {
   if (e instanceof Error && typeof (e as { code?: unknown }).code === 'string' && !(e instanceof SightlineError)) {
     throw new SightlineError((e as unknown as { code: string }).code, e.message);
@@ -224,6 +252,9 @@ export class World {
   readonly externalBuffers: boolean;
   readonly #native: NativeWorld;
   #epoch = 0;
+  #ticking = false;
+  #deferredEvents: { bytes: Uint8Array; target: EventTarget }[] = [];
+  #eventsDropped = 0;
 
   /**
    * @throws ERR_SIGHTLINE_INVALID_CAPACITY, ERR_SIGHTLINE_INVALID_THREADS, ERR_SIGHTLINE_CONFIG_*
@@ -420,7 +451,127 @@ export class World {
       rethrow(e);
     }
     const epoch = ++this.#epoch;
-    return p.then((r) => new TickResult(this, epoch, r), rethrow);
+    this.#ticking = true;
+    return p.then(
+      (r) => {
+        this.#ticking = false;
+        this.#flushEvents();
+        return new TickResult(this, epoch, r);
+      },
+      (e) => {
+        this.#ticking = false;
+        this.#flushEvents();
+        return rethrow(e);
+      },
+    );
+  }
+
+  /**
+   * Queues a reliable event (a death, a chat line: opaque bytes, 1 to eventReserveBytes − 5) for
+   * the viewers a target names:
+   * - `{ viewer }`: one viewer;
+   * - `{ holders: entity }`: every viewer whose client holds that entity;
+   * - `{ near: { x, y }, radius }`: every viewer whose avatar is within `radius` meters (2D) of
+   *   the point.
+   * Events ride in the packets' event reserve (`eventReserveBytes` in the config), in order,
+   * exactly once, resent until a packet carrying them is acknowledged; only viewers added with
+   * `{ acks: true }` take events (multi-viewer targets skip the others). Each viewer's queue holds
+   * 64 unacknowledged events: for a `{ viewer }` target a full queue throws
+   * `ERR_SIGHTLINE_EVENT_QUEUE_FULL`; for the others the viewer is skipped and the drop counted
+   * ({@link eventsDropped}). During a tick, events are queued and applied when the tick ends.
+   * Returns the number of viewers the event was queued for (0 while deferred).
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT, ERR_SIGHTLINE_EVENT_TOO_LARGE, ERR_SIGHTLINE_UNKNOWN_VIEWER,
+   *   ERR_SIGHTLINE_EVENTS_DISABLED, ERR_SIGHTLINE_EVENT_QUEUE_FULL.
+   */
+  emit(bytes: Uint8Array, target: EventTarget): number {
+    if (!(bytes instanceof Uint8Array)) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `an event must be a Uint8Array, received ${describe(bytes)}`);
+    }
+    const max = this.config.eventReserveBytes - 5;
+    if (bytes.length < 1 || bytes.length > max) {
+      throw new SightlineError(
+        'ERR_SIGHTLINE_EVENT_TOO_LARGE',
+        max < 1
+          ? `events need an event reserve: build the config with eventReserveBytes > 5 (it is ${this.config.eventReserveBytes})`
+          : `an event must be 1 to ${max} bytes (eventReserveBytes - 5), received ${bytes.length}`,
+      );
+    }
+    checkTarget(target);
+    if ('viewer' in target && !this.hasViewer(target.viewer)) {
+      throw new SightlineError('ERR_SIGHTLINE_UNKNOWN_VIEWER', `entity ${describe(target.viewer)} is not a viewer`);
+    }
+    if (this.#ticking) {
+      this.#deferredEvents.push({ bytes: bytes.slice(), target });
+      return 0;
+    }
+    return this.#emitNow(bytes, target, true);
+  }
+
+  /** Events dropped because a viewer's queue was full (multi-viewer targets and deferred events). */
+  get eventsDropped(): number {
+    return this.#eventsDropped;
+  }
+
+  /** A viewer's events: queued so far, dropped (queue full), pending (not yet acknowledged); null if it takes none. */
+  eventStats(viewer: EntityId): { queued: number; dropped: number; pending: number } | null {
+    try {
+      return this.#native.eventStats(viewer);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  #emitNow(bytes: Uint8Array, target: EventTarget, strict: boolean): number {
+    if ('viewer' in target) {
+      try {
+        this.#native.emit(target.viewer, bytes);
+        return 1;
+      } catch (e) {
+        if (strict) rethrow(e);
+        this.#eventsDropped++;
+        return 0;
+      }
+    }
+    let viewers: ArrayLike<number>;
+    if ('holders' in target) {
+      viewers = this.#native.holders(target.holders);
+    } else {
+      const { x: px, y: py } = target.near;
+      const cx = toRaw(px);
+      const cy = toRaw(py);
+      const r = toRaw(target.radius);
+      const all = this.#native.viewerIds();
+      const near: number[] = [];
+      for (let i = 0; i < all.length; i++) {
+        if (!this.#native.isLive(all[i])) continue;
+        const s = this.#native.slotOf(all[i]);
+        const dx = this.positions.x[s] - cx;
+        const dy = this.positions.y[s] - cy;
+        if (dx * dx + dy * dy <= r * r) near.push(all[i]);
+      }
+      viewers = near;
+    }
+    let queued = 0;
+    for (let i = 0; i < viewers.length; i++) {
+      const stats = this.#native.eventStats(viewers[i]);
+      if (!stats) continue; // takes no events
+      try {
+        this.#native.emit(viewers[i], bytes);
+        queued++;
+      } catch {
+        this.#eventsDropped++;
+      }
+    }
+    return queued;
+  }
+
+  #flushEvents(): void {
+    const events = this.#deferredEvents;
+    this.#deferredEvents = [];
+    for (const { bytes, target } of events) {
+      if ('viewer' in target && !this.#native.hasViewer(target.viewer)) continue;
+      this.#emitNow(bytes, target, false);
+    }
   }
 
   /** @internal A result of tick number `epoch` is valid until tick epoch + 2 starts. */

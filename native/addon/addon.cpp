@@ -303,6 +303,10 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
                            InstanceMethod<&NativeWorld::HasViewer>("hasViewer"),
                            InstanceMethod<&NativeWorld::Acknowledge>("acknowledge"),
                            InstanceMethod<&NativeWorld::AckStats>("ackStats"),
+                           InstanceMethod<&NativeWorld::Emit>("emit"),
+                           InstanceMethod<&NativeWorld::Holders>("holders"),
+                           InstanceMethod<&NativeWorld::ViewerIds>("viewerIds"),
+                           InstanceMethod<&NativeWorld::EventStats>("eventStats"),
                            InstanceMethod<&NativeWorld::ViewerCount>("viewerCount"),
                            InstanceMethod<&NativeWorld::Tick>("tick"),
                            InstanceMethod<&NativeWorld::RebuildSnapshot>("rebuildSnapshot"),
@@ -419,6 +423,8 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     set("bytes", double(s.bytes));
     set("ghostTableFull", double(s.ghostTableFull));
     set("subscriptionChanges", double(s.subscriptionChanges));
+    set("events", double(s.events));
+    set("eventBytes", double(s.eventBytes));
     set("entities", double(w.snapshot().count()));
     set("outsideRegion", double(w.snapshot().outsideRegion()));
     set("denseCells", double(w.snapshot().denseCells()));
@@ -563,6 +569,52 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
       throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(id) + " is not a viewer");
     pending_.push_back(PendingOp{PendingOp::Ack, id, {}, uint16_t(ack), uint32_t(bits)});
     return env.Undefined();
+  }
+  // emit(viewer, Uint8Array): queues a reliable event (not during a pass: the TypeScript layer defers).
+  Napi::Value Emit(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    requireIdle(env, "emit()");
+    uint32_t id = idArg(info, 0);
+    if (info.Length() < 2 || !info[1].IsTypedArray() ||
+        info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+      throw codedError(env, "ERR_SIGHTLINE_INVALID_ARGUMENT", "an event must be a Uint8Array");
+    Napi::Uint8Array bytes = info[1].As<Napi::Uint8Array>();
+    guarded(env, [&] { world_->emit(id, bytes.Data(), uint32_t(std::min<size_t>(bytes.ByteLength(), UINT32_MAX))); return 0; });
+    return env.Undefined();
+  }
+  // holders(entity): viewers whose ghost table holds the entity (their client has it).
+  Napi::Value Holders(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    requireIdle(env, "holders()");
+    uint32_t id = idArg(info, 0);
+    std::vector<uint32_t> out;
+    for (size_t i = 0; i < world_->viewerCount(); ++i) {
+      const Viewer& v = world_->viewerAt(i);
+      int32_t e = v.ghosts.find(id);
+      if (e >= 0 && v.ghosts.at(uint32_t(e)).state != kDespawnSent) out.push_back(v.avatarId);
+    }
+    Napi::Uint32Array a = Napi::Uint32Array::New(env, out.size());
+    for (size_t i = 0; i < out.size(); ++i) a[i] = out[i];
+    return a;
+  }
+  // viewerIds(): every viewer's avatar id, in service order.
+  Napi::Value ViewerIds(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Napi::Uint32Array a = Napi::Uint32Array::New(env, world_->viewerCount());
+    for (size_t i = 0; i < world_->viewerCount(); ++i) a[i] = world_->viewerAt(i).avatarId;
+    return a;
+  }
+  // eventStats(viewer): { queued, dropped, pending } or null when the viewer takes no events.
+  Napi::Value EventStats(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    uint32_t id = idArg(info, 0);
+    const Viewer& v = guarded(env, [&]() -> const Viewer& { return world_->viewer(id); });
+    if (!v.events) return env.Null();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("queued", Napi::Number::New(env, double(v.events->queued)));
+    o.Set("dropped", Napi::Number::New(env, double(v.events->dropped)));
+    o.Set("pending", Napi::Number::New(env, double(v.events->size())));
+    return o;
   }
   // Packets resolved for a viewer with acknowledgements: { acked, lost, assumed } (null otherwise).
   Napi::Value AckStats(const Napi::CallbackInfo& info) {

@@ -2,9 +2,9 @@
 //
 // Header, 16 bytes:
 //   0 u8  version        4 u32 tick            12 u16 despawn count
-//   1 u8  flags (0)      8 u16 ack (reserved)  14 u16 update count
+//   1 u8  flags          8 u16 ack (reserved)  14 u16 update count
 //   2 u16 sequence      10 u16 ack bits (reserved)
-// Then despawn records (u32 wire id each), then update records (12 bytes: u32 wire id, u64 packed
+// Flag bit 0: an events section follows the header (events.h). Then despawn records (u32 wire id each), then update records (12 bytes: u32 wire id, u64 packed
 // position). The packed position holds x in bits [0, B), y in [B, 2B), z in [2B, 2B + Z) where
 // B = log2(regionRaw) - q and Z = ceil(log2(verticalRaw)) - q, q = config.quantShift (0 at the
 // defaults: lossless). z is offset by verticalRaw/2 and clamped to the vertical extent.
@@ -31,16 +31,19 @@ inline void putU16(uint8_t* p, uint16_t v) { putLE(p, v); }
 inline void putU32(uint8_t* p, uint32_t v) { putLE(p, v); }
 inline void putU64(uint8_t* p, uint64_t v) { putLE(p, v); }
 
+constexpr uint8_t kFlagEvents = 1;  // an events section follows the header
+
 struct PacketHeader {
   uint16_t sequence;
   uint32_t tick;
   uint16_t despawnCount;
   uint16_t updateCount;
+  uint8_t flags;
 };
 
 inline void writeHeader(uint8_t* p, const PacketHeader& h) {
   p[0] = uint8_t(kProtocolVersion);
-  p[1] = 0;
+  p[1] = h.flags;
   putU16(p + 2, h.sequence);
   putU32(p + 4, h.tick);
   putU16(p + 8, 0);

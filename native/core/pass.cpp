@@ -129,7 +129,34 @@ void World::serve(Viewer& v, Scratch& s) {
   // Entries are removed after bookkeeping, so the entry indices held above stay valid.
   uint8_t* out = output_[tick_ & 1].data() + v.outOffset;
   uint8_t* p = out + kHeaderBytes;
-  Budget budget = packetBudget(v.payloadBytes, 0);
+
+  // Events: the oldest unacknowledged ones that fit the event reserve, every packet until acknowledged.
+  uint32_t eventBytes = 0, eventCount = 0;
+  uint16_t firstEvent = 0;
+  if (v.events && v.events->size() > 0) {
+    EventQueue& q = *v.events;
+    firstEvent = q.headSequence();
+    uint32_t used = kEventSectionBytes;
+    uint8_t* e = p + kEventSectionBytes;
+    while (eventCount < q.size() && eventCount < 255) {
+      uint32_t len = q.lengthAt(eventCount);
+      if (used + kEventHeaderBytes + len > c.eventReserveBytes) break;
+      putU16(e, uint16_t(len));
+      std::memcpy(e + kEventHeaderBytes, q.dataAt(eventCount), len);
+      e += kEventHeaderBytes + len;
+      used += kEventHeaderBytes + len;
+      ++eventCount;
+    }
+    if (eventCount > 0) {
+      putU16(p, firstEvent);
+      p[2] = uint8_t(eventCount);
+      p = e;
+      eventBytes = used;
+      st.events += eventCount;
+      st.eventBytes += used;
+    }
+  }
+  Budget budget = packetBudget(v.payloadBytes, eventBytes);
   uint32_t despawns = 0, removals = 0;
   uint32_t* logDespawns = log ? log->despawnIds.data() + size_t{logSlot} * log->maxDespawns : nullptr;
   for (uint32_t q = gt.queueSize(); q > 0; --q) {
@@ -252,8 +279,9 @@ void World::serve(Viewer& v, Scratch& s) {
   if (log) {
     AckLog::Packet& lp = log->packets[logSlot];
     lp.sequence = v.sequence, lp.updates = uint16_t(take), lp.despawns = uint16_t(despawns), lp.used = 1;
+    lp.firstEvent = firstEvent, lp.events = uint8_t(eventCount);
   }
-  writeHeader(out, PacketHeader{v.sequence++, tick_, uint16_t(despawns), uint16_t(take)});
+  writeHeader(out, PacketHeader{v.sequence++, tick_, uint16_t(despawns), uint16_t(take), uint8_t(eventCount ? kFlagEvents : 0)});
   v.outLength = uint32_t(p - out);
   st.bytes += v.outLength;
 }

@@ -21,6 +21,7 @@ void TickStats::add(const TickStats& o) {
   skippedOutsideRegion += o.skippedOutsideRegion, candidates += o.candidates, examined += o.examined;
   eligible += o.eligible, records += o.records, newGhosts += o.newGhosts, despawns += o.despawns;
   bytes += o.bytes, ghostTableFull += o.ghostTableFull, subscriptionChanges += o.subscriptionChanges;
+  events += o.events, eventBytes += o.eventBytes;
 }
 
 World::World(const Config& config, uint32_t capacity, bool recordGhostPositions)
@@ -41,7 +42,7 @@ void World::addViewer(uint32_t avatarId, ViewerOptions opts) {
                     "sendPeriod must be between 1 and 65535 ticks, received " + std::to_string(opts.sendPeriod));
   uint32_t phase = phaseCounter_++ % opts.sendPeriod;
   viewers_.push_back(std::make_unique<Viewer>(avatarId, payload, opts.sendPeriod, phase, config_.ghostTableCapacity,
-                                               recordGhostPositions_, opts.acks));
+                                               recordGhostPositions_, opts.acks, config_.eventReserveBytes));
   viewerIndex_[avatarId] = viewers_.size() - 1;
 }
 
@@ -89,6 +90,7 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, bool deli
       if (!ge.queued) ge.queued = 1, gt.enqueue(ge.id);
     }
   }
+  if (delivered && p.events && v.events) v.events->acknowledge(p.firstEvent, p.events);
   if (delivered) ++log.acked;
   else ++log.lost;
   p.used = 0;
@@ -112,6 +114,31 @@ void World::acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits) {
     if (received) resolvePacket(v, p, slot, true);
     else if (d >= AckLog::kReorderTolerance) resolvePacket(v, p, slot, false);
   }
+}
+
+void World::emit(uint32_t avatarId, const uint8_t* data, uint32_t length) {
+  auto it = viewerIndex_.find(avatarId);
+  if (it == viewerIndex_.end())
+    throw CoreError("ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(avatarId) + " is not a viewer");
+  Viewer& v = *viewers_[it->second];
+  if (!v.events)
+    throw CoreError("ERR_SIGHTLINE_EVENTS_DISABLED",
+                    "viewer " + std::to_string(avatarId) +
+                        " cannot take events: it needs { acks: true } and the config an eventReserveBytes above " +
+                        std::to_string(kEventSectionBytes + kEventHeaderBytes) + " (it is " +
+                        std::to_string(config_.eventReserveBytes) + ")");
+  if (length == 0 || length > v.events->maxEventBytes())
+    throw CoreError("ERR_SIGHTLINE_EVENT_TOO_LARGE", "an event must be 1 to " + std::to_string(v.events->maxEventBytes()) +
+                                                         " bytes (eventReserveBytes - 5), received " +
+                                                         std::to_string(length));
+  if (v.events->full()) {
+    ++v.events->dropped;
+    throw CoreError("ERR_SIGHTLINE_EVENT_QUEUE_FULL",
+                    "viewer " + std::to_string(avatarId) + " already has " + std::to_string(kMaxQueuedEvents) +
+                        " unacknowledged events queued; the event was dropped");
+  }
+  v.events->push(data, length);
+  ++v.events->queued;
 }
 
 const Viewer& World::viewer(uint32_t avatarId) const {

@@ -16,6 +16,7 @@
 #include "codec.h"
 #include "config.h"
 #include "entities.h"
+#include "events.h"
 #include "gather.h"
 #include "ghost.h"
 #include "snapshot.h"
@@ -50,6 +51,8 @@ struct AckLog {
     uint16_t sequence = 0;
     uint16_t updates = 0;
     uint16_t despawns = 0;
+    uint16_t firstEvent = 0;
+    uint8_t events = 0;
     uint8_t used = 0;
   };
   uint32_t maxUpdates, maxDespawns;
@@ -60,13 +63,15 @@ struct AckLog {
 
 struct Viewer {
   Viewer(uint32_t avatar, uint32_t payload, uint32_t period, uint32_t phase, uint32_t ghostCapacity,
-         bool trackPositions, bool acks)
+         bool trackPositions, bool acks, uint32_t eventReserveBytes)
       : avatarId(avatar),
         payloadBytes(payload),
         sendPeriod(period),
         phase(phase),
         ghosts(ghostCapacity, trackPositions, acks) {
     if (acks) ackLog = std::make_unique<AckLog>(payload / kRecordBytes, payload / kDespawnRecordBytes);
+    if (acks && eventReserveBytes > kEventSectionBytes + kEventHeaderBytes)
+      events = std::make_unique<EventQueue>(eventReserveBytes - kEventSectionBytes - kEventHeaderBytes);
   }
   uint32_t avatarId;
   uint32_t payloadBytes;
@@ -78,6 +83,7 @@ struct Viewer {
   Subscription box;
   GhostTable ghosts;
   std::unique_ptr<AckLog> ackLog;  // null unless the client acknowledges
+  std::unique_ptr<EventQueue> events;  // null unless acks and an event reserve
   // Set by prepareTick for the current tick.
   ViewerStatus status = ViewerStatus::NotDue;
   int32_t vx = 0, vy = 0;
@@ -89,7 +95,7 @@ struct Viewer {
 struct TickStats {
   uint64_t served = 0, skippedNotDue = 0, skippedAvatarGone = 0, skippedOutsideRegion = 0;
   uint64_t candidates = 0, examined = 0, eligible = 0, records = 0, newGhosts = 0, despawns = 0;
-  uint64_t bytes = 0, ghostTableFull = 0, subscriptionChanges = 0;
+  uint64_t bytes = 0, ghostTableFull = 0, subscriptionChanges = 0, events = 0, eventBytes = 0;
   void add(const TickStats& o);
 };
 
@@ -117,6 +123,12 @@ class World {
   // resend despawns. Not during a pass. Throws ERR_SIGHTLINE_UNKNOWN_VIEWER,
   // ERR_SIGHTLINE_ACKS_DISABLED.
   void acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits);
+  // Queues an event for one viewer (added with acks; the config has an event reserve). Not during
+  // a pass. Throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_EVENTS_DISABLED,
+  // ERR_SIGHTLINE_EVENT_TOO_LARGE, ERR_SIGHTLINE_EVENT_QUEUE_FULL (counted as dropped).
+  void emit(uint32_t avatarId, const uint8_t* data, uint32_t length);
+  // Whether viewer i could take an event now (events enabled and room in its queue).
+  Viewer& viewerAtMutable(size_t i) { return *viewers_[i]; }
   size_t viewerCount() const { return viewers_.size(); }
   const Viewer& viewerAt(size_t i) const { return *viewers_[i]; }
   const Viewer& viewer(uint32_t avatarId) const;

@@ -1,0 +1,136 @@
+import { describe, it, expect } from 'vitest';
+import { World, WorldConfig, decodePacketRaw, createRawPacket } from '../lib/index.js';
+import { rng, withSeed } from './helpers/model.js';
+
+/** A client that delivers events in order, exactly once, and acknowledges what it received. */
+class EventClient {
+  next = 0;
+  delivered: string[] = [];
+  newest = -1;
+  received = new Set<number>();
+  readonly #raw = createRawPacket(1200);
+  constructor(readonly config: WorldConfig) {}
+  apply(bytes: Uint8Array): void {
+    const p = decodePacketRaw(bytes, this.config, this.#raw);
+    for (const e of p.events) {
+      if (((e.sequence - this.next) & 0xffff) >= 0x8000) continue; // already delivered
+      expect(e.sequence).toBe(this.next); // never a gap: the oldest unacknowledged come first
+      this.delivered.push(new TextDecoder().decode(e.bytes));
+      this.next = (this.next + 1) & 0xffff;
+    }
+    this.received.add(p.sequence);
+    if (this.newest < 0 || ((p.sequence - this.newest) & 0xffff) < 0x8000) this.newest = p.sequence;
+  }
+  ack(): [number, number] {
+    let bits = 0;
+    for (let i = 0; i < 32; i++) if (this.received.has((this.newest - 1 - i) & 0xffff)) bits |= 1 << i;
+    return [this.newest, bits >>> 0];
+  }
+}
+
+const text = (s: string) => new TextEncoder().encode(s);
+
+describe('reliable events', () => {
+  for (const loss of [0, 0.05, 0.2]) {
+    it(`are delivered in order, exactly once, with ${loss * 100}% loss and reordering`, async () => {
+      await withSeed(900 + loss * 100, async (seed) => {
+        const r = rng(seed);
+        const c = WorldConfig.build({ eventReserveBytes: 120 });
+        const w = new World(c, { capacity: 64, threads: 1 });
+        const viewer = w.spawn({ x: 100, y: 100, z: 0 });
+        for (let i = 0; i < 30; i++) w.spawn({ x: 100 + i, y: 110, z: 0 });
+        w.addViewer(viewer, { acks: true });
+        const client = new EventClient(c);
+        const sent: string[] = [];
+        const inFlight: { at: number; bytes: Uint8Array }[] = [];
+        for (let t = 0; t < 300; t++) {
+          if (t < 200 && r() < 0.5) {
+            const s = `event ${sent.length} at tick ${t}`;
+            sent.push(s);
+            w.emit(text(s), { viewer });
+          }
+          const res = await w.tick();
+          expect(res.packets[0].bytes.length).toBeLessThanOrEqual(c.payloadBytes);
+          const lossy = t < 220;
+          if (!(lossy && r() < loss)) inFlight.push({ at: t + (lossy ? Math.floor(r() * 3) : 0), bytes: res.packets[0].bytes.slice() });
+          for (let i = inFlight.length - 1; i >= 0; i--) {
+            if (inFlight[i].at > t) continue;
+            client.apply(inFlight[i].bytes);
+            inFlight.splice(i, 1);
+          }
+          if (client.newest >= 0) w.acknowledge(viewer, ...client.ack());
+        }
+        expect(client.delivered).toEqual(sent);
+        expect(w.eventStats(viewer)).toEqual({ queued: sent.length, dropped: 0, pending: 0 });
+      });
+    }, 30_000);
+  }
+
+  it('a full queue is a coded error, counted, and loses nothing already queued', async () => {
+    const c = WorldConfig.build({ eventReserveBytes: 64 });
+    const w = new World(c, { capacity: 8, threads: 1 });
+    const v = w.spawn({ x: 1, y: 1, z: 0 });
+    w.addViewer(v, { acks: true });
+    for (let i = 0; i < 64; i++) w.emit(text(`e${i}`), { viewer: v });
+    expect(() => w.emit(text('one too many'), { viewer: v })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_EVENT_QUEUE_FULL' }));
+    expect(w.eventStats(v)).toEqual({ queued: 64, dropped: 1, pending: 64 });
+    const client = new EventClient(c);
+    for (let t = 0; t < 40; t++) {
+      client.apply((await w.tick()).packets[0].bytes);
+      w.acknowledge(v, ...client.ack());
+    }
+    expect(client.delivered).toEqual(Array.from({ length: 64 }, (_, i) => `e${i}`));
+  });
+
+  it('targets: one viewer, the holders of an entity, the viewers near a point', async () => {
+    const c = WorldConfig.build({ eventReserveBytes: 100 });
+    const w = new World(c, { capacity: 16, threads: 1 });
+    const a = w.spawn({ x: 100, y: 100, z: 0 });
+    const b = w.spawn({ x: 120, y: 100, z: 0 });
+    const far = w.spawn({ x: 3000, y: 3000, z: 0 });
+    const plain = w.spawn({ x: 101, y: 100, z: 0 });
+    for (const v of [a, b, far]) w.addViewer(v, { acks: true });
+    w.addViewer(plain); // no acks: takes no events
+    await w.tick();
+    // a and b hold each other; far holds neither.
+    expect(w.emit(text('x'), { holders: b })).toBe(1);
+    expect(w.emit(text('x'), { holders: a })).toBe(1);
+    expect(w.emit(text('x'), { near: { x: 110, y: 100 }, radius: 50 })).toBe(2);
+    expect(w.emit(text('x'), { near: { x: 3000, y: 3000 }, radius: 1 })).toBe(1);
+    expect(w.eventStats(a)!.queued).toBe(2);
+    expect(w.eventStats(b)!.queued).toBe(2);
+    expect(w.eventStats(far)!.queued).toBe(1);
+    expect(w.eventStats(plain)).toBeNull();
+    expect(() => w.emit(text('x'), { viewer: plain })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_EVENTS_DISABLED' }));
+  });
+
+  it('events emitted during a tick are applied when it ends', async () => {
+    const c = WorldConfig.build({ eventReserveBytes: 100 });
+    const w = new World(c, { capacity: 8, threads: 1 });
+    const v = w.spawn({ x: 1, y: 1, z: 0 });
+    w.addViewer(v, { acks: true });
+    const pending = w.tick();
+    expect(w.emit(text('late'), { viewer: v })).toBe(0);
+    await pending;
+    expect(w.eventStats(v)!.pending).toBe(1);
+    const p = decodePacketRaw((await w.tick()).packets[0].bytes, c);
+    expect(p.events.map((e) => new TextDecoder().decode(e.bytes))).toEqual(['late']);
+  });
+
+  it('bad events and targets are refused and nothing is queued', () => {
+    const c = WorldConfig.build({ eventReserveBytes: 20 });
+    const w = new World(c, { capacity: 8 });
+    const v = w.spawn({ x: 1, y: 1, z: 0 });
+    w.addViewer(v, { acks: true });
+    expect(() => w.emit(new Uint8Array(16), { viewer: v })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_EVENT_TOO_LARGE' }));
+    expect(() => w.emit(new Uint8Array(0), { viewer: v })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_EVENT_TOO_LARGE' }));
+    expect(() => w.emit('hi' as never, { viewer: v })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    expect(() => w.emit(text('hi'), { nobody: 1 } as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    expect(() => w.emit(text('hi'), { viewer: 12345 })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_VIEWER' }));
+    const none = new World(WorldConfig.build(), { capacity: 8 });
+    const n = none.spawn({ x: 1, y: 1, z: 0 });
+    none.addViewer(n, { acks: true });
+    expect(() => none.emit(text('hi'), { viewer: n })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_EVENT_TOO_LARGE' }));
+    expect(w.eventStats(v)).toEqual({ queued: 0, dropped: 0, pending: 0 });
+  });
+});
