@@ -408,8 +408,11 @@ export class World {
   /**
    * Applies a client's acknowledgement to a viewer added with `{ acks: true }`: `ack` is the newest
    * packet sequence the client received (u16), bit i of `ackBits` (u32) says whether sequence
-   * ack - 1 - i was received. A packet is taken as lost once an acknowledgement 3 or more sequences
-   * newer leaves it out (reordering tolerance). During a tick it is applied when the tick ends.
+   * ack - 1 - i was received. A packet left out by an acknowledgement 3 or more sequences newer is
+   * probably lost: its records regain their priority. Left out by one more than 32 newer, it is lost
+   * for certain: the ghosts it introduced are forgotten (announced again when eligible) and its
+   * despawns resent; so a client must drop packets more than 32 sequences older than the newest it
+   * has. During a tick the acknowledgement is applied when the tick ends.
    * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_ACKS_DISABLED, ERR_SIGHTLINE_INVALID_ACK.
    */
   acknowledge(viewer: EntityId, ack: number, ackBits: number): void {
@@ -420,8 +423,12 @@ export class World {
     }
   }
 
-  /** Packets resolved for a viewer with acks: acknowledged, lost, and assumed delivered (log overflow). */
-  ackStats(viewer: EntityId): { acked: number; lost: number; assumed: number } | null {
+  /**
+   * Packets resolved for a viewer with acks: acknowledged; lost for certain (left out by an
+   * acknowledgement more than 32 sequences newer); assumed delivered (64 packets went by without a
+   * word); probably lost (left out by one 3 or more newer: their records regained priority at once).
+   */
+  ackStats(viewer: EntityId): { acked: number; lost: number; assumed: number; probablyLost: number } | null {
     try {
       return this.#native.ackStats(viewer);
     } catch (e) {

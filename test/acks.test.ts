@@ -12,6 +12,9 @@ class AckingClient {
   constructor(readonly config: WorldConfig) {}
   apply(bytes: Uint8Array): void {
     const p = decodePacketRaw(bytes, this.config, this.#raw);
+    // Packets more than 32 sequences older than the newest are dropped: the server may already
+    // have taken them as lost for certain.
+    if (this.newest >= 0 && ((this.newest - p.sequence) & 0xffff) > 32 && ((this.newest - p.sequence) & 0xffff) < 0x8000) return;
     for (let i = 0; i < p.despawnCount; i++) if (!this.held.delete(p.despawns[i])) this.unknownDespawns++;
     for (let i = 0; i < p.updateCount; i++) this.held.set(p.ids[i], { x: p.x[i], y: p.y[i], z: p.z[i] });
     this.received.add(p.sequence);
@@ -77,7 +80,7 @@ describe('acknowledgements drive the accumulator', () => {
           const server = liveGhosts(w, v);
           expect(new Set(client.held.keys())).toEqual(new Set(server.keys()));
           for (const [id, pos] of server) expect(client.held.get(id)).toEqual({ ...pos, z: wireZ(c, pos.z) });
-          lost += w.ackStats(v)!.lost;
+          lost += w.ackStats(v)!.probablyLost;
         }
         expect(held).toBeGreaterThan(20 * 5);
         if (loss > 0) expect(lost).toBeGreaterThan(0);
@@ -108,7 +111,29 @@ describe('acknowledgements drive the accumulator', () => {
     // Loss stops: the client ends up holding x at its real position.
     for (let t = 0; t < 10; t++) await step(true);
     expect(client.held.get(x)).toEqual({ x: 1020 * 1024, y: 1000 * 1024, z: 0 });
+    expect(w.ackStats(viewer)!.probablyLost).toBeGreaterThan(0);
+  });
+
+  it('a despawn lost in an outage longer than the ack window is resent; the client ends without the entity', async () => {
+    const c = WorldConfig.build({ graceTicks: 2 });
+    const w = new World(c, { capacity: 8, threads: 1, recordGhostPositions: true });
+    const viewer = w.spawn({ x: 1000, y: 1000, z: 0 });
+    const x = w.spawn({ x: 1010, y: 1000, z: 0 });
+    w.addViewer(viewer, { acks: true });
+    const client = new AckingClient(c);
+    const step = async (deliver: boolean) => {
+      const res = await w.tick();
+      if (deliver) client.apply(res.packets[0].bytes);
+      if (client.newest >= 0) w.acknowledge(viewer, ...client.ack());
+    };
+    for (let t = 0; t < 5; t++) await step(true);
+    expect(client.held.has(x)).toBe(true);
+    w.setPosition(x, { x: 2000, y: 1000, z: 0 }); // out of range for good
+    for (let t = 0; t < 40; t++) await step(false);
+    for (let t = 0; t < 10; t++) await step(true);
     expect(w.ackStats(viewer)!.lost).toBeGreaterThan(0);
+    expect(client.held.has(x)).toBe(false);
+    expect(w.ghosts(viewer).ids.length).toBe(0);
   });
 
   it('with a sink that never acknowledges, packets are byte-identical to a viewer without acks', async () => {
@@ -146,7 +171,7 @@ describe('acknowledgements drive the accumulator', () => {
     expect(() => w.acknowledge(7, 0, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_VIEWER' }));
     expect(() => w.acknowledge(b, 70000, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
     expect(() => w.acknowledge(b, 1, -1)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
-    expect(w.ackStats(b)).toEqual({ acked: 0, lost: 0, assumed: 0 });
+    expect(w.ackStats(b)).toEqual({ acked: 0, lost: 0, assumed: 0, probablyLost: 0 });
     expect(w.ackStats(a)).toBeNull();
   });
 });

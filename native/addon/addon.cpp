@@ -626,6 +626,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     o.Set("acked", Napi::Number::New(env, double(v.ackLog->acked)));
     o.Set("lost", Napi::Number::New(env, double(v.ackLog->lost)));
     o.Set("assumed", Napi::Number::New(env, double(v.ackLog->assumed)));
+    o.Set("probablyLost", Napi::Number::New(env, double(v.ackLog->probablyLost)));
     return o;
   }
   Napi::Value HasViewer(const Napi::CallbackInfo& info) {

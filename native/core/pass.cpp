@@ -70,7 +70,7 @@ void World::serve(Viewer& v, Scratch& s) {
   AckLog* log = v.ackLog.get();
   const uint32_t logSlot = v.sequence % AckLog::kPackets;
   if (log && log->packets[logSlot].used) {
-    resolvePacket(v, log->packets[logSlot], logSlot, true);
+    resolvePacket(v, log->packets[logSlot], logSlot, AckLog::Delivered);
     --log->acked, ++log->assumed;
   }
 

@@ -56,7 +56,8 @@ void World::removeViewer(uint32_t avatarId) {
   for (size_t k = i; k < viewers_.size(); ++k) viewerIndex_[viewers_[k]->avatarId] = k;
 }
 
-void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, bool delivered) {
+void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::Outcome outcome) {
+  const bool delivered = outcome == AckLog::Delivered, probably = outcome == AckLog::ProbablyLost;
   AckLog& log = *v.ackLog;
   GhostTable& gt = v.ghosts;
   const uint32_t* ids = log.updateIds.data() + size_t{slot} * log.maxUpdates;
@@ -66,16 +67,23 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, bool deli
     if (e < 0) continue;
     GhostEntry& ge = gt.at(uint32_t(e));
     GhostAck& a = gt.ackAt(uint32_t(e));
-    if (a.inflight > 0) --a.inflight;
+    if (!probably && a.inflight > 0) --a.inflight;
     if (ge.state == kDespawnSent) continue;
     if (delivered) {
       if (!a.confirmed || int32_t(marks[i] - a.ackedMark) > 0) a.ackedMark = marks[i];
       a.confirmed = 1;
-    } else if (!a.confirmed && a.inflight == 0) {
+    } else if (outcome == AckLog::Lost && !a.confirmed && a.inflight == 0) {
       gt.remove(uint32_t(e));  // the client never got it: announce it again when it is eligible
-    } else if (ge.mark == marks[i]) {
-      ge.mark = a.ackedMark;  // nothing newer went out: the drift since the acknowledged mark counts again
+    } else if (!p.probablyLost && ge.mark == marks[i]) {
+      // Nothing newer went out: the drift since the acknowledged mark counts again. A ghost never
+      // acknowledged has ackedMark 0, so it scores as moved by its whole odometer.
+      ge.mark = a.ackedMark;
     }
+  }
+  if (probably) {
+    p.probablyLost = 1;
+    ++log.probablyLost;
+    return;
   }
   const uint32_t* despawns = log.despawnIds.data() + size_t{slot} * log.maxDespawns;
   for (uint32_t i = 0; i < p.despawns; ++i) {
@@ -110,9 +118,10 @@ void World::acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits) {
     if (!p.used) continue;
     uint32_t d = uint16_t(ack - p.sequence);
     if (d >= 0x8000) continue;  // newer than the acknowledgement
-    bool received = d == 0 || (d <= 32 && ((ackBits >> (d - 1)) & 1u));
-    if (received) resolvePacket(v, p, slot, true);
-    else if (d >= AckLog::kReorderTolerance) resolvePacket(v, p, slot, false);
+    bool received = d == 0 || (d <= AckLog::kAckWindow && ((ackBits >> (d - 1)) & 1u));
+    if (received) resolvePacket(v, p, slot, AckLog::Delivered);
+    else if (d > AckLog::kAckWindow) resolvePacket(v, p, slot, AckLog::Lost);
+    else if (d >= AckLog::kReorderTolerance && !p.probablyLost) resolvePacket(v, p, slot, AckLog::ProbablyLost);
   }
 }
 

@@ -38,9 +38,14 @@ struct ViewerOptions {
 // delivered (what a viewer without acknowledgements assumes of every packet).
 struct AckLog {
   static constexpr uint32_t kPackets = 64;
-  // A packet is declared lost once an acknowledgement at least this many sequences newer does not
-  // include it: tolerates that much reordering before a resend.
+  // An acknowledgement at least this many sequences newer that leaves a packet out makes it
+  // probably lost: its records get their priority back (a resend costs a slot at worst).
   static constexpr uint32_t kReorderTolerance = 3;
+  // Left out by an acknowledgement more than this many sequences newer (past the ack bits): lost
+  // for certain, provided the client drops packets that old. Its new ghosts are forgotten and its
+  // despawns resent.
+  static constexpr uint32_t kAckWindow = 32;
+  enum Outcome : uint8_t { Delivered, ProbablyLost, Lost };
   AckLog(uint32_t maxUpdates, uint32_t maxDespawns)
       : maxUpdates(maxUpdates),
         maxDespawns(maxDespawns),
@@ -54,11 +59,14 @@ struct AckLog {
     uint16_t firstEvent = 0;
     uint8_t events = 0;
     uint8_t used = 0;
+    uint8_t probablyLost = 0;  // its records already had their priority back
   };
   uint32_t maxUpdates, maxDespawns;
   Packet packets[kPackets];
   std::vector<uint32_t> updateIds, updateMarks, despawnIds;
-  uint64_t acked = 0, lost = 0, assumed = 0;  // packets resolved each way
+  // Packets resolved each way; probablyLost counts packets whose records got their priority back
+  // (some of them are acknowledged later and counted in acked too).
+  uint64_t acked = 0, lost = 0, assumed = 0, probablyLost = 0;
 };
 
 struct Viewer {
@@ -164,7 +172,7 @@ class World {
     TickStats stats;
   };
   void serve(Viewer& v, Scratch& s);
-  static void resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, bool delivered);
+  static void resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::Outcome outcome);
 
   Config config_;
   EntityStore store_;
