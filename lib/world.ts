@@ -4,6 +4,7 @@ import { native, type NativeTickResult, type NativeTickStats, type NativeWorld }
 import { WorldConfig } from './config.js';
 import { SightlineError, describe } from './errors.js';
 import { toMeters, toRaw } from './fixed.js';
+import { run as runClock, type LoopHandle, type LoopOptions } from './loop.js';
 
 /**
  * An entity's id: slot (low 20 bits) and generation (high 12 bits). A despawned entity's slot is
@@ -579,6 +580,17 @@ export class World {
       if ('viewer' in target && !this.#native.hasViewer(target.viewer)) continue;
       this.#emitNow(bytes, target, false);
     }
+  }
+
+  /**
+   * Runs the world on its own clock (see lib/loop.ts): tick n is due at start + n × 1000 / tickHz
+   * ms (absolute deadlines, no drift); each tick calls `step`, awaits {@link tick}, then `onTick`
+   * with the result and a report (pass time, lateness, dropped ticks). `overrun: 'stretch'` starts a
+   * late tick at once; `'drop'` skips missed deadlines and counts them. A throwing callback stops
+   * the loop (`done` rejects with it) and leaves the world usable; `stop()` ends it cleanly.
+   */
+  run(options: LoopOptions = {}): LoopHandle {
+    return runClock(this, options);
   }
 
   /** @internal A result of tick number `epoch` is valid until tick epoch + 2 starts. */

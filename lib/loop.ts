@@ -1,0 +1,268 @@
+// The optional fixed-rate clock: runs a World's ticks on absolute deadlines (tick n is due at
+// epoch + n × period, period = 1000 / tickHz ms, measured with performance.now()), calling the
+// game's step before each tick and a callback after it.
+import { SightlineError, describe } from './errors.js';
+import type { TickResult, World } from './world.js';
+
+/**
+ * What the loop does when a tick starts past its deadline.
+ *
+ * - `'stretch'`: run the late tick at once; later deadlines keep their absolute schedule, so the
+ *   loop catches up by running ticks back to back. Lateness is reported.
+ * - `'drop'`: skip every deadline already missed (by more than `lateToleranceMs`) and wait for the
+ *   next one; the skipped ticks are counted as dropped and their indices never run.
+ */
+export type OverrunPolicy = 'stretch' | 'drop';
+
+/** Valid {@link OverrunPolicy} values. */
+export const OVERRUN_POLICIES: readonly OverrunPolicy[] = Object.freeze(['stretch', 'drop'] as const);
+
+/** Timing of one tick the loop ran, handed to `onTick`. Times in milliseconds. */
+export interface LoopReport {
+  /** Tick index n: the tick was due at epoch + n × period. 0 for the first tick. */
+  readonly tick: number;
+  /** Time from the `world.tick()` call until it resolved, ms. */
+  readonly passMs: number;
+  /** Time `step` took (until its promise settled, when it returned one), ms. */
+  readonly stepMs: number;
+  /** How far past its deadline the tick started, ms (0 when on time). */
+  readonly lateness: number;
+  /** Whether `lateness` exceeded `lateToleranceMs`. */
+  readonly late: boolean;
+  /** Ticks dropped so far (`'drop'` policy; always 0 under `'stretch'`). */
+  readonly dropped: number;
+}
+
+/** Options of {@link run}. */
+export interface LoopOptions {
+  /**
+   * The game's update, called before each tick with the tick index n and the world: move entities
+   * by writing `world.positions`, spawn, despawn. May return a promise, which the loop awaits.
+   * A throw (or rejection) ends the loop and rejects `done` with that error.
+   */
+  step?: (tick: number, world: World) => void | Promise<void>;
+  /**
+   * Called after each tick with its result and timing; send the packets here. May return a
+   * promise, which the loop awaits. A throw (or rejection) ends the loop and rejects `done`.
+   */
+  onTick?: (result: TickResult, report: LoopReport) => void | Promise<void>;
+  /** Overrun policy. Default `'stretch'`. */
+  overrun?: OverrunPolicy;
+  /**
+   * Deadlines to serve: the loop ends once tick index `ticks - 1` has run (or, under `'drop'`,
+   * been dropped). Under `'stretch'` that is exactly `ticks` ticks. Default: run until stopped.
+   */
+  ticks?: number;
+  /** Aborting it ends the loop like {@link LoopHandle.stop}. */
+  signal?: AbortSignal;
+  /**
+   * A tick that starts more than this many ms past its deadline is late (counted, and dropped
+   * under `'drop'`). Default: a tenth of the period (5 ms at 20 Hz), above timer jitter.
+   */
+  lateToleranceMs?: number;
+}
+
+/** Why a loop ended. */
+export type LoopEndReason = 'completed' | 'stopped' | 'aborted';
+
+/** Totals of a loop that ended normally. */
+export interface LoopSummary {
+  /** Ticks run. */
+  readonly ticks: number;
+  /** Deadlines skipped under `'drop'`. */
+  readonly dropped: number;
+  /** Ticks that started more than `lateToleranceMs` past their deadline. */
+  readonly late: number;
+  /** Time from the first deadline until the loop ended, ms. */
+  readonly elapsedMs: number;
+  /** The tick period, ms: 1000 / config.input.tickHz. */
+  readonly periodMs: number;
+  /** `'completed'` (the `ticks` limit was reached), `'stopped'` (stop()) or `'aborted'` (signal). */
+  readonly reason: LoopEndReason;
+}
+
+/** A running loop. */
+export interface LoopHandle {
+  /**
+   * Ends the loop after the current tick (and its `onTick`), or at once when it is waiting for a
+   * deadline. Resolves once the loop has ended, whether `done` resolved or rejected.
+   */
+  stop(): Promise<void>;
+  /** Resolves with the totals when the loop ends; rejects with the error of a throwing step or onTick, or of `world.tick()`. */
+  readonly done: Promise<LoopSummary>;
+}
+
+// The last stretch of a wait is spent on setImmediate turns, the rest on one setTimeout.
+const SPIN_MS = 1;
+
+function invalid(message: string): never {
+  throw new SightlineError('ERR_SIGHTLINE_INVALID_LOOP_OPTION', message);
+}
+
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
+}
+
+interface Waker {
+  wake: (() => void) | undefined;
+}
+
+// Resolves once performance.now() >= deadline, or when waker.wake() is called.
+function sleepUntil(deadline: number, waker: Waker): Promise<void> {
+  return new Promise((resolve) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let immediate: ReturnType<typeof setImmediate> | undefined;
+    const finish = (): void => {
+      if (timer !== undefined) clearTimeout(timer);
+      if (immediate !== undefined) clearImmediate(immediate);
+      timer = immediate = undefined;
+      waker.wake = undefined;
+      resolve();
+    };
+    const check = (): void => {
+      timer = immediate = undefined;
+      const remaining = deadline - performance.now();
+      if (remaining <= 0) finish();
+      else if (remaining > SPIN_MS + 1) timer = setTimeout(check, Math.floor(remaining - SPIN_MS));
+      else immediate = setImmediate(check);
+    };
+    waker.wake = finish;
+    check();
+  });
+}
+
+/**
+ * Runs `world`'s ticks at config.input.tickHz (20 Hz by default) on absolute deadlines: tick n is
+ * due at epoch + n × period, so timing errors never accumulate. Each tick: `step(n, world)`, then
+ * `await world.tick()`, then `onTick(result, report)`. Between ticks the loop waits on one
+ * setTimeout and, for the last millisecond, setImmediate turns, so the event loop stays free.
+ *
+ * The first tick runs on the next turn of the microtask queue (after `run` returns). When the loop
+ * ends (stop, abort, ticks reached, or an error) no tick is in progress: the world stays usable.
+ *
+ * ```ts
+ * const loop = run(world, { step: (n) => game.update(n), onTick: (r) => send(r.packets) });
+ * process.once('SIGINT', () => void loop.stop());
+ * const summary = await loop.done;
+ * ```
+ *
+ * @throws ERR_SIGHTLINE_INVALID_LOOP_OPTION (synchronously) for a world without `tick()`, a
+ *   `step` or `onTick` that is not a function, an unknown `overrun`, a `ticks` that is not a
+ *   non-negative integer, a negative or non-finite `lateToleranceMs`, or a `signal` that is not an
+ *   AbortSignal.
+ */
+export function run(world: World, options: LoopOptions = {}): LoopHandle {
+  if (typeof world !== 'object' || world === null || typeof (world as { tick?: unknown }).tick !== 'function') {
+    invalid(`world must be a World, received ${describe(world)}`);
+  }
+  if (typeof options !== 'object' || options === null) invalid(`options must be an object, received ${describe(options)}`);
+  const { step, onTick, overrun = 'stretch', ticks, signal } = options;
+  if (step !== undefined && typeof step !== 'function') invalid(`step must be a function, received ${describe(step)}`);
+  if (onTick !== undefined && typeof onTick !== 'function') invalid(`onTick must be a function, received ${describe(onTick)}`);
+  if (!OVERRUN_POLICIES.includes(overrun)) {
+    invalid(`overrun must be one of ${OVERRUN_POLICIES.join(', ')}, received ${describe(overrun)}`);
+  }
+  if (ticks !== undefined && (typeof ticks !== 'number' || !Number.isInteger(ticks) || ticks < 0)) {
+    invalid(`ticks must be a non-negative integer, received ${describe(ticks)}`);
+  }
+  const tickHz = world.config.input.tickHz;
+  const period = 1000 / tickHz;
+  const lateToleranceMs = options.lateToleranceMs ?? period / 10;
+  if (typeof lateToleranceMs !== 'number' || !Number.isFinite(lateToleranceMs) || lateToleranceMs < 0) {
+    invalid(`lateToleranceMs must be a finite number ≥ 0, received ${describe(lateToleranceMs)}`);
+  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) invalid(`signal must be an AbortSignal, received ${describe(signal)}`);
+  const limit = ticks ?? Infinity;
+  const tolerance = lateToleranceMs;
+
+  const waker: Waker = { wake: undefined };
+  let reason: LoopEndReason | undefined;
+  const requestEnd = (why: LoopEndReason): void => {
+    if (reason === undefined) reason = why;
+    waker.wake?.();
+  };
+  const onAbort = (): void => requestEnd('aborted');
+  if (signal) {
+    if (signal.aborted) reason = 'aborted';
+    else signal.addEventListener('abort', onAbort, { once: true });
+  }
+
+  const loop = async (): Promise<LoopSummary> => {
+    await undefined;
+    const epoch = performance.now();
+    let n = 0;
+    let ran = 0;
+    let dropped = 0;
+    let late = 0;
+    try {
+      while (reason === undefined && n < limit) {
+        const deadline = epoch + n * period;
+        if (performance.now() < deadline) {
+          await sleepUntil(deadline, waker);
+          if (reason !== undefined) break;
+        }
+        const start = performance.now();
+        const lateness = start > deadline ? start - deadline : 0;
+        if (overrun === 'drop' && lateness > tolerance) {
+          // First index whose deadline, plus the tolerance, is not yet past.
+          const next = Math.max(n + 1, Math.ceil((start - tolerance - epoch) / period));
+          dropped += Math.min(next, limit) - n;
+          n = next;
+          continue;
+        }
+        const isLate = lateness > tolerance;
+        if (step) {
+          const r = step(n, world);
+          if (isThenable(r)) await r;
+        }
+        const stepped = performance.now();
+        const result = await world.tick();
+        const ticked = performance.now();
+        ran++;
+        if (isLate) late++;
+        if (onTick) {
+          const report: LoopReport = {
+            tick: n,
+            passMs: ticked - stepped,
+            stepMs: stepped - start,
+            lateness,
+            late: isLate,
+            dropped,
+          };
+          const r = onTick(result, report);
+          if (isThenable(r)) await r;
+        }
+        n++;
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+    return {
+      ticks: ran,
+      dropped,
+      late,
+      elapsedMs: performance.now() - epoch,
+      periodMs: period,
+      reason: reason ?? 'completed',
+    };
+  };
+
+  const done = loop();
+  let ended: Promise<void> | undefined;
+  return {
+    done,
+    stop(): Promise<void> {
+      requestEnd('stopped');
+      ended ??= done.then(
+        () => undefined,
+        () => undefined,
+      );
+      return ended;
+    },
+  };
+}
+
+/** {@link run}, resolving with the summary when the loop ends: `run(world, options).done`. */
+export function runLoop(world: World, options: LoopOptions = {}): Promise<LoopSummary> {
+  return run(world, options).done;
+}

@@ -1,0 +1,115 @@
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const cli = join(root, 'dist', 'lib', 'cli.js');
+
+function sightline(...args: string[]): SpawnSyncReturns<string> {
+  return spawnSync(process.execPath, [cli, ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+}
+
+// Builds dist/ (tsc emits even when it reports type errors; those fail `npm run typecheck`).
+beforeAll(() => {
+  const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  if (tsc.error) throw tsc.error;
+  if (!existsSync(cli)) throw new Error(`tsc -p tsconfig.build.json did not produce ${cli}:\n${tsc.stdout}${tsc.stderr}`);
+});
+
+describe('sightline herd', () => {
+  it('--json prints one JSON report with sane numbers', () => {
+    const r = sightline('herd', '--scenario', 'uniform', '--entities', '2000', '--viewers', '200', '--seconds', '1', '--json');
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    const report = JSON.parse(lines[0]);
+    expect(report).toMatchObject({
+      command: 'herd',
+      scenario: 'uniform',
+      entities: 2000,
+      viewers: 200,
+      seed: 1,
+      seconds: 1,
+      overrun: 'stretch',
+      config: { tickHz: 20, slotsPerPacket: 98, payloadBytes: 1200 },
+      ticksDue: 20,
+      loop: { dropped: 0 },
+    });
+    // 20 ticks are due; the run is cut at 1 s of wall-clock time, so a slow machine runs fewer.
+    const m = report.metrics;
+    expect(m.ticks).toBe(report.loop.ticks);
+    expect(m.ticks).toBeGreaterThanOrEqual(15);
+    expect(m.ticks).toBeLessThanOrEqual(20);
+    expect(['completed', 'stopped']).toContain(report.loop.reason);
+    expect(m.seconds).toBeGreaterThan(0.9);
+    expect(m.seconds).toBeLessThan(2);
+    expect(m.entities).toBe(2000);
+    expect(m.viewersPerTick).toBe(200);
+    expect(m.packets).toBe(m.ticks * 200);
+    for (const k of ['mean', 'p50', 'p99', 'worst']) {
+      expect(typeof m.passMs[k]).toBe('number');
+      expect(m.passMs[k]).toBeGreaterThan(0);
+    }
+    expect(m.passMs.p50).toBeLessThanOrEqual(m.passMs.p99);
+    expect(m.passMs.p99).toBeLessThanOrEqual(m.passMs.worst);
+    expect(m.recordsPerPacket.mean).toBeGreaterThan(0);
+    expect(m.recordsPerPacket.mean).toBeLessThanOrEqual(98);
+    expect(m.recordsPerPacket.slots).toBe(98);
+    expect(m.candidatesPerViewer).toBeGreaterThan(0);
+    expect(m.bytes.total).toBeGreaterThan(m.ticks * 200 * 16);
+    expect(m.bytes.perSecond).toBeGreaterThan(0);
+    expect(m.bytes.perClientPerSecond).toBeCloseTo(m.bytes.perSecond / 200, 6);
+    expect(m.coverage.sampledViewers).toBe(64);
+    expect(m.coverage.inRange).toBeGreaterThan(0);
+    expect(m.coverage.neverSentShare).toBeGreaterThanOrEqual(0);
+    expect(m.coverage.neverSentShare).toBeLessThanOrEqual(1);
+    expect(m.eventLoopDelayMs.p99).toBeGreaterThanOrEqual(0);
+    expect(m.lateTicks).toBeGreaterThanOrEqual(0);
+    expect(m.droppedTicks).toBe(0);
+    expect(m.targets).toMatchObject({ passP50Ms: { target: 12 }, passP99Ms: { target: 16 }, lateTicks: { target: 0 } });
+    expect(typeof m.targets.allMet).toBe('boolean');
+  });
+
+  it('prints a readable report without --json', () => {
+    const r = sightline('herd', '--scenario', 'trips', '--entities', '500', '--viewers', '50', '--seconds', '0.5');
+    expect(r.status).toBe(0);
+    for (const text of ['sightline herd: trips, 500 entities, 50 viewers', 'pass time p50', '≤ 12 ms', 'records per packet', 'of 98 slots', 'late ticks', 'bandwidth, per client', 'in range, never sent', 'event-loop delay']) {
+      expect(r.stdout).toContain(text);
+    }
+    expect(r.stdout).toMatch(/targets (met|MISSED)/);
+  });
+
+  it.each([
+    [['--scenario', 'mall'], /--scenario.*'mall'.*uniform, town-square, crowd-50k, trips, speed-mix/s],
+    [['--entities', '12.5'], /--entities.*'12\.5'.*integer/s],
+    [['--entities', 'many'], /--entities.*'many'.*integer/s],
+    [['--viewers', '-3'], /--viewers.*'-3'.*integer/s],
+    [['--seconds', '-1'], /--seconds.*'-1'.*greater than 0/s],
+    [['--seconds', '0'], /--seconds.*'0'.*greater than 0/s],
+    [['--threads', 'x'], /--threads.*'x'.*integer/s],
+    [['--overrun', 'skip'], /--overrun.*'skip'.*stretch, drop/s],
+    [['--entities', '100', '--viewers', '101'], /--viewers.*'101'.*at most --entities \(100\)/s],
+    [['--frobnicate'], /unknown option '--frobnicate'/],
+  ])('bad flags %j exit with code 2 and name the flag', (args, message) => {
+    const seconds = args.includes('--seconds') ? [] : ['--seconds', '0.1'];
+    const r = sightline('herd', ...args, ...seconds, '--json');
+    expect(r.status).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(message);
+  });
+
+  it('--help exits 0 and lists the flags; an unknown command exits 2', () => {
+    const help = sightline('herd', '--help');
+    expect(help.status).toBe(0);
+    for (const flag of ['--scenario', '--entities', '--viewers', '--threads', '--seconds', '--seed', '--json']) expect(help.stdout).toContain(flag);
+    const unknown = sightline('stampede');
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toMatch(/unknown command 'stampede'/);
+  });
+});
