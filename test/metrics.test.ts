@@ -65,7 +65,16 @@ describe('TickMetrics', () => {
     const { world, ids } = lineWorld([10, 20, 100, 200, 400], { ghostCap: 2 });
     const m = new TickMetrics(world, { entities: ids, eventLoop: false });
     for (let i = 0; i < 4; i++) m.record(await world.tick(), { passMs: 1 });
-    expect(m.report().coverage).toEqual({ sampledViewers: 1, inRange: 4, neverSent: 2, neverSentShare: 0.5 });
+    // The two eligible (nearest ghostCap) were both sent.
+    expect(m.report().coverage).toEqual({
+      sampledViewers: 1,
+      inRange: 4,
+      neverSent: 2,
+      neverSentShare: 0.5,
+      eligible: 2,
+      eligibleNeverSent: 0,
+      eligibleNeverSentShare: 0,
+    });
 
     // The far entity comes into range and is sent once the nearer ones leave the ghost table.
     const far = ids[5];
