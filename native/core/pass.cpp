@@ -26,25 +26,26 @@ inline uint32_t logBucket(uint64_t v) {
 
 
 // Moves the `take` entries of a[0, n) with the smallest (key, order) to a[0, take), in no particular
-// order. A radix step first: a histogram of bucket(entry) (non-decreasing in key) finds the
-// bucket holding the take-th key;
+// order. A radix step first: a histogram of bucket(entry) (non-decreasing in key, cached in
+// `buckets`) finds the bucket holding the take-th key;
 // entries in lower buckets are kept outright (branch-free compaction) and only the threshold
 // bucket is ordered exactly, by (key, order). (key, order) is a strict total order, so the chosen
 // set does not depend on the thread count.
 template <typename T, typename Key, typename Bucket>
-void keepSmallest(T* a, uint32_t n, uint32_t take, T* ties, Key key, Bucket bucket) {
+void keepSmallest(T* a, uint32_t n, uint32_t take, T* ties, uint16_t* buckets, Key key, Bucket bucket) {
   uint32_t hist[kBuckets] = {};
-  for (uint32_t i = 0; i < n; ++i) ++hist[bucket(a[i])];
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t b = bucket(a[i]);
+    buckets[i] = uint16_t(b);
+    ++hist[b];
+  }
   uint32_t B = 0, cum = 0;
   while (cum + hist[B] < take) cum += hist[B++];
   uint32_t below = 0, t = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    uint32_t b = bucket(a[i]);
-    T x = a[i];
-    a[below] = x;
-    below += b < B;
-    ties[t] = x;
-    t += b == B;
+    uint32_t b = buckets[i];
+    if (b < B) a[below++] = a[i];
+    else if (b == B) ties[t++] = a[i];
   }
   uint32_t need = take - below;
   if (t > need)
@@ -88,7 +89,7 @@ void World::serve(Viewer& v, Scratch& s) {
   uint32_t n = g.count;
   if (n > c.ghostCap) {
     keepSmallest(
-        cand, n, c.ghostCap, s.candTies.data(), [](const Candidate& k) { return k.d2; },
+        cand, n, c.ghostCap, s.candTies.data(), s.buckets.data(), [](const Candidate& k) { return k.d2; },
         [](const Candidate& k) { return logBucket(k.d2); });
     n = c.ghostCap;
   }
@@ -196,7 +197,7 @@ void World::serve(Viewer& v, Scratch& s) {
     take = std::min(m, slots);
     if (m > slots && take > 0)
       keepSmallest(
-          sc, m, take, s.ties.data(), [](const World::Scored& r) { return ~r.score; },
+          sc, m, take, s.ties.data(), s.buckets.data(), [](const World::Scored& r) { return ~r.score; },
           [](const World::Scored& r) { return kBuckets - 1 - logBucket(r.score); });
   } else {
     std::sort(sc, sc + m, [](const World::Scored& a, const World::Scored& b) {

@@ -163,9 +163,9 @@ class World {
   struct alignas(64) Scratch {
     std::vector<Candidate> candidates;
     std::vector<Candidate> candTies;
+    std::vector<uint16_t> buckets;
     std::vector<Scored> scored;
     std::vector<Scored> ties;
-    std::vector<uint64_t> keys;
     std::vector<uint64_t> seen;      // bit per ghost entry: eligible this pass
     std::vector<uint32_t> removals;  // ghost entries whose despawn record went out this pass
     std::vector<uint32_t> evicted;   // ids evicted this pass
