@@ -27,10 +27,9 @@ inline uint32_t logBucket(uint64_t v) {
 
 // Moves the `take` entries of a[0, n) with the smallest (key, order) to a[0, take), in no particular
 // order. A radix step first: a histogram of bucket(entry) (non-decreasing in key, cached in
-// `buckets`) finds the bucket holding the take-th key;
-// entries in lower buckets are kept outright (branch-free compaction) and only the threshold
-// bucket is ordered exactly, by (key, order). (key, order) is a strict total order, so the chosen
-// set does not depend on the thread count.
+// `buckets`) finds the bucket holding the take-th key; entries in lower buckets are kept outright
+// and only the threshold bucket is ordered exactly, by (key, order). (key, order) is a strict total
+// order, so the chosen set does not depend on the thread count.
 template <typename T, typename Key, typename Bucket>
 void keepSmallest(T* a, uint32_t n, uint32_t take, T* ties, uint16_t* buckets, Key key, Bucket bucket) {
   uint32_t hist[kBuckets] = {};
