@@ -30,7 +30,7 @@ class AckingClient {
 function liveGhosts(world: World, viewer: number): Map<number, { x: number; y: number; z: number }> {
   const all = serverGhosts(world, viewer);
   const { ids, state } = world.ghosts(viewer);
-  for (let i = 0; i < ids.length; i++) if (state[i] === 2) all.delete(ids[i]);
+  for (let i = 0; i < ids.length; i++) if (state[i] >= 2) all.delete(ids[i]);
   return all;
 }
 

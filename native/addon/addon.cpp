@@ -705,7 +705,9 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     uint32_t n = g.size();
     Napi::Uint32Array ids = Napi::Uint32Array::New(env, n);
     Napi::Uint8Array state = Napi::Uint8Array::New(env, n);
-    for (uint32_t i = 0; i < n; ++i) ids[i] = g.at(i).id, state[i] = g.at(i).state;
+    // 3: the server believes the client does not hold it (an announcement lost for certain).
+    for (uint32_t i = 0; i < n; ++i)
+      ids[i] = g.at(i).id, state[i] = (g.at(i).flags & kUnheld) && g.at(i).state != kDespawnSent ? 3 : g.at(i).state;
     Napi::Object o = Napi::Object::New(env);
     o.Set("ids", ids), o.Set("state", state);
     if (g.tracksPositions()) {

@@ -12,6 +12,7 @@
 //  - despawn sent (viewers with acknowledgements only): the despawn record is in flight. Removed
 //    when that packet is acknowledged; departing again (the record is resent) when it is lost.
 //    Eligible again meanwhile: announced as new.
+// An entry flagged unheld (see GhostFlags) is departing, or live but not yet announced again.
 // A pass writes an entry only when it is sent, missed, evicted or revived: an entry that stays
 // eligible and unsent is only read, which keeps the pass's memory traffic to the tables low.
 #pragma once
@@ -22,13 +23,18 @@
 namespace sightline {
 
 enum GhostState : uint8_t { kLive = 0, kDeparting = 1, kDespawnSent = 2 };
+enum GhostFlags : uint8_t {
+  kQueued = 1,  // present in the despawn queue
+  kUnheld = 2,  // acks: the packet that announced it was lost for certain; the client most likely
+                // does not hold it, so it is announced again (as new) when eligible
+};
 
 struct GhostEntry {
   uint32_t id;
   uint32_t mark;      // odometer total at last send (raw units, wrapping)
   uint16_t missed;    // consecutive passes not eligible (saturating)
   uint8_t state;      // GhostState
-  uint8_t queued;     // present in the despawn queue
+  uint8_t flags;      // kQueued | kUnheld
 };
 static_assert(sizeof(GhostEntry) == 12, "ghost entries are 12 bytes");
 
@@ -36,8 +42,8 @@ static_assert(sizeof(GhostEntry) == 12, "ghost entries are 12 bytes");
 struct GhostAck {
   uint32_t ackedMark;  // the newest mark the client has acknowledged
   uint16_t inflight;   // packets carrying an update of it, not yet acknowledged or lost
+  uint16_t born;       // sequence of the packet that announced this entry: older records are not its
   uint8_t confirmed;   // some packet carrying it was acknowledged: the client holds it
-  uint8_t pad;
 };
 
 struct GhostPosition { int32_t x, y, z; };  // last position sent (raw), read by tools and tests

@@ -113,7 +113,8 @@ void World::serve(Viewer& v, Scratch& s) {
       } else {
         seen[e >> 6] |= uint64_t{1} << (e & 63);
         if (ge.state == kDeparting) ge.state = kLive;
-        drift = odo[k.index] - ge.mark;
+        if (ge.flags & kUnheld) drift = c.newDrift, fresh = 1;
+        else drift = odo[k.index] - ge.mark;
       }
     } else {
       drift = c.newDrift, fresh = 1;
@@ -168,12 +169,12 @@ void World::serve(Viewer& v, Scratch& s) {
     }
     GhostEntry& ge = gt.at(uint32_t(e));
     if (ge.state != kDeparting) {  // revived since it was queued
-      ge.queued = 0;
+      ge.flags &= uint8_t(~kQueued);
       gt.dequeue();
     } else if (despawns < budget.maxDespawns) {
       putU32(p, id);
       p += kDespawnRecordBytes;
-      ge.queued = 0;
+      ge.flags &= uint8_t(~kQueued);
       if (log) {
         logDespawns[despawns] = id;  // kept until the packet is acknowledged or lost
         ge.state = kDespawnSent;
@@ -225,14 +226,17 @@ void World::serve(Viewer& v, Scratch& s) {
     if (r.entry < 0) {
       e = gt.insert(id, odo[idx]);
       seen[e >> 6] |= uint64_t{1} << (e & 63);
+      if (log) gt.ackAt(e).born = v.sequence;
     } else {
       e = uint32_t(r.entry);
       GhostEntry& ge = gt.at(e);
       ge.mark = odo[idx];
-      if (r.fresh) {  // announced again while its despawn was in flight
+      if (r.fresh) {  // announced again: its despawn was in flight, or its announcement lost
         ge.state = kLive, ge.missed = 0;
+        ge.flags &= uint8_t(~kUnheld);
         seen[e >> 6] |= uint64_t{1} << (e & 63);
         gt.ackAt(e).confirmed = 0;
+        gt.ackAt(e).born = v.sequence;
       }
     }
     newGhosts += r.fresh;
@@ -264,8 +268,8 @@ void World::serve(Viewer& v, Scratch& s) {
     if (ge.missed < 0xffff) ++ge.missed;
     if (ge.missed <= grace) continue;
     ge.state = kDeparting;
-    if (!ge.queued) {
-      ge.queued = 1;
+    if (!(ge.flags & kQueued)) {
+      ge.flags |= kQueued;
       s.evicted[evicted++] = ge.id;
     }
   }

@@ -67,13 +67,19 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
     if (e < 0) continue;
     GhostEntry& ge = gt.at(uint32_t(e));
     GhostAck& a = gt.ackAt(uint32_t(e));
+    if (int16_t(uint16_t(p.sequence - a.born)) < 0) continue;  // a record of an earlier incarnation
     if (!probably && a.inflight > 0) --a.inflight;
     if (ge.state == kDespawnSent) continue;
     if (delivered) {
       if (!a.confirmed || int32_t(marks[i] - a.ackedMark) > 0) a.ackedMark = marks[i];
       a.confirmed = 1;
     } else if (outcome == AckLog::Lost && !a.confirmed && a.inflight == 0) {
-      gt.remove(uint32_t(e));  // the client never got it: announce it again when it is eligible
+      // The client most likely never got it. A despawn is sent all the same (a client ignores one
+      // for an entity it does not hold), so a late arrival cannot leave it on the client for good;
+      // eligible again meanwhile, it is announced again as new.
+      ge.flags |= kUnheld;
+      if (ge.state == kLive) ge.state = kDeparting;
+      if (!(ge.flags & kQueued)) ge.flags |= kQueued, gt.enqueue(ge.id);
     } else if (!p.probablyLost && ge.mark == marks[i]) {
       // Nothing newer went out: the drift since the acknowledged mark counts again. A ghost never
       // acknowledged has ackedMark 0, so it scores as moved by its whole odometer.
@@ -95,7 +101,7 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
       gt.remove(uint32_t(e));
     } else {
       ge.state = kDeparting;  // resend the despawn
-      if (!ge.queued) ge.queued = 1, gt.enqueue(ge.id);
+      if (!(ge.flags & kQueued)) ge.flags |= kQueued, gt.enqueue(ge.id);
     }
   }
   if (delivered && p.events && v.events) v.events->acknowledge(p.firstEvent, p.events);

@@ -1,0 +1,27 @@
+// The network layer's browser-safe half: control messages, the client world and the in-process
+// link. Imports nothing from Node.
+export * from './protocol.js';
+export { ClientWorld } from './client-world.js';
+export type {
+  ClientEntity,
+  ClientWorldOptions,
+  ClientWorldCounters,
+  ReceiveStatus,
+  AckState,
+  SpawnListener,
+  UpdateListener,
+  DespawnListener,
+  EventListener,
+} from './client-world.js';
+export { LossyLink, mulberry32 } from './lossy-link.js';
+export type { LinkConditions, LossyLinkOptions, LossyLinkCounters } from './lossy-link.js';
+export { acknowledgeOf, classifyAckError, zeroCounters } from './transport.js';
+export type {
+  Transport,
+  TransportListener,
+  TransportCounters,
+  TickPackets,
+  DisconnectReason,
+  ConnectRequest,
+  AcknowledgeFn,
+} from './transport.js';

@@ -1,0 +1,181 @@
+// The server side of a transport: what every adapter (UDP, WebSocket, WebRTC, an in-process test
+// link) offers the game loop, and the listener through which it reports sessions and acks.
+// Imports types only.
+
+import type { EntityId } from '../world.js';
+
+/**
+ * The packets of one tick as an adapter reads them. A {@link TickResult} qualifies. The bytes
+ * are views into a buffer the engine reuses two ticks later: an adapter copies what it cannot send
+ * before then.
+ */
+export interface TickPackets {
+  /** Number of packets. */
+  readonly count: number;
+  /** Viewer (avatar entity id) of packet i, 0 ≤ i < count. */
+  viewerAt(i: number): EntityId;
+  /** Bytes of packet i, 0 ≤ i < count. */
+  bytesAt(i: number): Uint8Array;
+}
+
+/** Why a session ended, as reported to {@link TransportListener.onDisconnect}. */
+export type DisconnectReason =
+  /** The client said BYE. */
+  | 'bye'
+  /** Nothing was heard from the client within the timeout. */
+  | 'timeout'
+  /** The game called `disconnect(viewer)`. */
+  | 'kicked'
+  /** A new HELLO from the same client address replaced the session. */
+  | 'replaced'
+  /** The transport closed. */
+  | 'closed';
+
+/** What a client said when it asked to join. */
+export interface ConnectRequest {
+  /** The adapter's stable name for the client's address (e.g. `"127.0.0.1:50123"`). */
+  readonly clientKey: string;
+  /** The client's HELLO nonce (u32). */
+  readonly nonce: number;
+}
+
+/**
+ * The game's side of a transport. Callbacks run on the adapter's I/O path: keep them short. A
+ * callback that throws is counted (`listenerErrors`) and reported to `onError`; the adapter carries on.
+ */
+export interface TransportListener {
+  /**
+   * A client passed the handshake checks (protocol version and hash, capacity). Spawn its avatar,
+   * call `world.addViewer(avatar, { acks: true })` and return the avatar's id: packets for that
+   * viewer go to this client. Throw to refuse it: the error's message is sent to the client in the
+   * REFUSE (cut to 117 bytes), so throw messages meant for players.
+   */
+  onConnect(clientKey: string, request: ConnectRequest): EntityId;
+  /**
+   * A session ended, for any reason (once per session, `'kicked'` included). The adapter has
+   * already forgotten the client: remove the viewer and despawn the avatar here.
+   */
+  onDisconnect?(viewer: EntityId, reason: DisconnectReason): void;
+  /**
+   * The client acknowledged game packets: `ack` is the newest sequence it received (u16), bit i of
+   * `ackBits` (u32) says whether sequence (ack - 1 - i) mod 65536 arrived. Called before the
+   * adapter forwards the ack to `world.acknowledge` (when there is one).
+   */
+  onAck?(viewer: EntityId, ack: number, ackBits: number): void;
+  /** A listener callback threw, or the socket reported an error. */
+  onError?(error: unknown): void;
+}
+
+/** Running totals every adapter keeps. Bytes are payload bytes (no IP/UDP headers). */
+export interface TransportCounters {
+  /** Game packets handed to the socket. */
+  packetsSent: number;
+  /** Game packets not handed to the socket: the send cap was reached. */
+  packetsDropped: number;
+  /** Game packets for viewers without a connected client (skipped). */
+  packetsUnrouted: number;
+  /** Game-packet bytes handed to the socket. */
+  bytesSent: number;
+  /** Sends the socket reported as failed. */
+  sendErrors: number;
+  /** Datagrams received. */
+  datagramsReceived: number;
+  /** Bytes received. */
+  bytesReceived: number;
+  /** Received datagrams that were not a well-formed message (truncated, oversized, garbage): dropped. */
+  malformed: number;
+  /** Well-formed datagrams from addresses without a session (other than HELLO): dropped. */
+  strays: number;
+  /** Acks whose sequence is ahead of the newest packet sent to that client: dropped. */
+  badAcks: number;
+  /** Acks passed on. */
+  acks: number;
+  /**
+   * Acks `world.acknowledge` refused because the viewer was added without `{ acks: true }` or is
+   * no longer a viewer (ERR_SIGHTLINE_ACKS_DISABLED, ERR_SIGHTLINE_UNKNOWN_VIEWER): not errors.
+   */
+  acksUnused: number;
+  /** Sessions opened (WELCOME sent). */
+  connects: number;
+  /** Sessions ended, for any reason. */
+  disconnects: number;
+  /** Sessions ended by timeout. */
+  timeouts: number;
+  /** HELLOs refused (REFUSE sent). */
+  refused: number;
+  /** Listener callbacks (or `world.acknowledge`) that threw. */
+  listenerErrors: number;
+}
+
+/** Fresh zeroed {@link TransportCounters}. */
+export function zeroCounters(): TransportCounters {
+  return {
+    packetsSent: 0,
+    packetsDropped: 0,
+    packetsUnrouted: 0,
+    bytesSent: 0,
+    sendErrors: 0,
+    datagramsReceived: 0,
+    bytesReceived: 0,
+    malformed: 0,
+    strays: 0,
+    badAcks: 0,
+    acks: 0,
+    acksUnused: 0,
+    connects: 0,
+    disconnects: 0,
+    timeouts: 0,
+    refused: 0,
+    listenerErrors: 0,
+  };
+}
+
+/**
+ * The server side of a transport.
+ *
+ * ```ts
+ * const result = await world.tick();
+ * transport.sendTick(result);
+ * ```
+ */
+export interface Transport {
+  /**
+   * Sends each packet of a tick to its viewer's client, skipping viewers without one. Never
+   * queues beyond the adapter's cap: what cannot be issued now is dropped and counted. Returns
+   * the number of packets issued.
+   */
+  sendTick(result: TickPackets): number;
+  /** Sends one game packet (copied) to a viewer's client. False when not issued (no client, or capped). */
+  send(viewer: EntityId, bytes: Uint8Array): boolean;
+  /** Ends a viewer's session (the client is told, `onDisconnect(viewer, 'kicked')` runs). False when none. */
+  disconnect(viewer: EntityId): boolean;
+  /** Whether a client is connected for this viewer. */
+  has(viewer: EntityId): boolean;
+  /** Connected clients. */
+  readonly clientCount: number;
+  /** Running totals (a live object: read fields when needed). */
+  readonly counters: Readonly<TransportCounters>;
+  /** Ends every session (`onDisconnect(viewer, 'closed')`) and releases the transport. */
+  close(): Promise<void>;
+}
+
+/** The engine's ack entry point, once it has one. */
+export type AcknowledgeFn = (viewer: EntityId, ack: number, ackBits: number) => void;
+
+/** How an adapter files an error thrown by `world.acknowledge`. */
+export function classifyAckError(e: unknown): 'unused' | 'bad' | 'error' {
+  const code = typeof e === 'object' && e !== null ? (e as { code?: unknown }).code : undefined;
+  if (code === 'ERR_SIGHTLINE_ACKS_DISABLED' || code === 'ERR_SIGHTLINE_UNKNOWN_VIEWER') return 'unused';
+  if (code === 'ERR_SIGHTLINE_INVALID_ACK') return 'bad';
+  return 'error';
+}
+
+/**
+ * `target.acknowledge` bound to target when it is a function (the engine's World once it takes
+ * acks), else undefined. Checked once, when a transport is built.
+ */
+export function acknowledgeOf(target: object | undefined): AcknowledgeFn | undefined {
+  if (target === undefined || target === null) return undefined;
+  const fn = (target as { acknowledge?: unknown }).acknowledge;
+  return typeof fn === 'function' ? (fn as AcknowledgeFn).bind(target) : undefined;
+}

@@ -1,0 +1,314 @@
+import { describe, it, expect, afterEach } from 'vitest';
+import dgram from 'node:dgram';
+import { World, WorldConfig, type EntityId } from '../lib/index.js';
+import { UdpServer } from '../lib/net/udp-server.js';
+import { UdpClient } from '../lib/net/udp-client.js';
+import type { ClientWorld } from '../lib/net/client-world.js';
+import type { DisconnectReason } from '../lib/net/transport.js';
+import {
+  ByeReason,
+  HELLO_BYTES,
+  MSG_BYE,
+  MSG_PING,
+  MSG_WELCOME,
+  decodeControl,
+  encodeAck,
+  encodeHello,
+  type ControlMessage,
+} from '../lib/net/protocol.js';
+import { rng } from './helpers/model.js';
+
+const config = WorldConfig.build();
+const HOST = '127.0.0.1';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+async function until(what: string, cond: () => boolean, ms = 5000): Promise<void> {
+  const end = performance.now() + ms;
+  while (!cond()) {
+    if (performance.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+interface Harness {
+  world: World;
+  server: UdpServer;
+  port: number;
+  events: string[];
+  /** Moves the crowd, runs a tick, sends it. */
+  tick(): Promise<void>;
+}
+
+async function harness(options: Partial<ConstructorParameters<typeof UdpServer>[0]> = {}): Promise<Harness> {
+  const r = rng(9);
+  const world = new World(config, { capacity: 1024, threads: 1, recordGhostPositions: true });
+  const crowd: EntityId[] = [];
+  for (let i = 0; i < 300; i++) crowd.push(world.spawn({ x: 1900 + r() * 300, y: 1900 + r() * 300, z: 0 }));
+  const events: string[] = [];
+  const server = new UdpServer({
+    config,
+    world,
+    address: HOST,
+    port: 0,
+    onConnect: () => {
+      const id = world.spawn({ x: 2000 + r() * 100, y: 2000 + r() * 100, z: 0 });
+      world.addViewer(id, { acks: true });
+      return id;
+    },
+    onDisconnect: (viewer: EntityId, reason: DisconnectReason) => {
+      events.push(`${viewer} ${reason}`);
+      world.removeViewer(viewer);
+      world.despawn(viewer);
+    },
+    ...options,
+  });
+  const { port } = await server.listen();
+  cleanups.push(() => server.close());
+  const { x, y } = world.positions;
+  const tick = async () => {
+    for (const id of crowd) {
+      if (r() < 0.5) continue;
+      const s = world.slotOf(id);
+      x[s] += Math.round((r() - 0.5) * 400);
+      y[s] += Math.round((r() - 0.5) * 400);
+    }
+    server.sendTick(await world.tick());
+  };
+  return { world, server, port, events, tick };
+}
+
+async function client(h: Harness, options: ConstructorParameters<typeof UdpClient>[0] = {}): Promise<{ c: UdpClient; avatar: EntityId }> {
+  const c = new UdpClient(options);
+  cleanups.push(() => c.close());
+  const avatar = await c.connect(HOST, h.port, config.protocolHash);
+  return { c, avatar };
+}
+
+/** A bare socket speaking the protocol by hand. */
+async function rawSocket(): Promise<{ s: dgram.Socket; inbox: ControlMessage[]; send(bytes: Uint8Array, port: number): Promise<void> }> {
+  const s = dgram.createSocket('udp4');
+  const inbox: ControlMessage[] = [];
+  s.on('message', (m) => {
+    try {
+      inbox.push(decodeControl(m));
+    } catch {
+      // game packets are not collected here
+    }
+  });
+  await new Promise<void>((res) => s.bind(0, HOST, () => res()));
+  cleanups.push(() => new Promise<void>((res) => s.close(() => res())));
+  return {
+    s,
+    inbox,
+    send: (bytes, port) => new Promise<void>((res, rej) => s.send(bytes, port, HOST, (e) => (e ? rej(e) : res()))),
+  };
+}
+
+/** Differences between a client's world and the ghost table of its viewer (despawns in flight left out). */
+function mismatches(world: World, viewer: EntityId, view: ClientWorld): string[] {
+  const g = world.ghosts(viewer);
+  const out: string[] = [];
+  const seen = new Set<number>();
+  for (let i = 0; i < g.ids.length; i++) {
+    if (g.state[i] === 2) continue;
+    const id = g.ids[i];
+    seen.add(id);
+    const e = view.get(id);
+    if (e === undefined) out.push(`missing ${id}`);
+    else if (e.rawX !== g.x![i] || e.rawY !== g.y![i] || e.rawZ !== g.z![i]) out.push(`entity ${id} differs`);
+  }
+  for (const id of view.entities.keys()) if (!seen.has(id)) out.push(`extra ${id}`);
+  return out;
+}
+
+/** Waits until a client has the newest packet sent to it. */
+async function caughtUp(h: Harness, c: UdpClient, avatar: EntityId): Promise<void> {
+  const last = (h.world.ghosts(avatar).sequence + 65535) % 65536;
+  await until(`client of ${avatar} to receive packet ${last}`, () => c.world.newestSequence === last);
+}
+
+describe('UDP transport on loopback', () => {
+  it('two clients connect, receive every tick, and hold what the server believes they hold', async () => {
+    const h = await harness();
+    const spawned: number[] = [];
+    const a = await client(h, { onSpawn: (id) => spawned.push(id) });
+    const b = await client(h);
+    expect(a.avatar).not.toBe(b.avatar);
+    expect(h.server.clientCount).toBe(2);
+    expect(h.server.has(a.avatar) && h.server.has(b.avatar)).toBe(true);
+    expect(a.c.welcome).toMatchObject({ avatar: a.avatar, protocolHash: config.protocolHash, regionRaw: config.regionRaw, tickMicros: 50_000 });
+
+    for (let t = 0; t < 40; t++) {
+      await h.tick();
+      await caughtUp(h, a.c, a.avatar);
+      await caughtUp(h, b.c, b.avatar);
+      await until('the acks of this tick', () => h.server.counters.acks >= 2 * (t + 1));
+    }
+    for (const { c, avatar } of [a, b]) {
+      expect(c.world.size).toBeGreaterThan(50);
+      expect(mismatches(h.world, avatar, c.world)).toEqual([]);
+      expect(c.counters.gamePackets).toBe(40);
+      expect(c.counters.acksSent).toBe(40);
+      expect(h.world.ackStats(avatar)!.lost).toBe(0);
+    }
+    expect(spawned.length).toBeGreaterThan(50);
+    expect(h.server.counters).toMatchObject({ packetsSent: 80, packetsDropped: 0, malformed: 0, refused: 0, connects: 2, acks: 80, acksUnused: 0 });
+    expect(h.server.counters.bytesSent).toBeGreaterThan(80 * 16);
+
+    await a.c.close();
+    await until('the BYE', () => h.events.length === 1);
+    expect(h.events).toEqual([`${a.avatar} bye`]);
+    expect(h.server.clientCount).toBe(1);
+  });
+
+  it('a client with another protocol hash is refused with both hashes named; full servers and games refuse too', async () => {
+    let connects = 0;
+    const h = await harness({
+      maxClients: 1,
+      onConnect: () => {
+        connects++;
+        if (connects === 2) throw new Error('banned for griefing');
+        const id = h.world.spawn({ x: 10, y: 10, z: 0 });
+        h.world.addViewer(id, { acks: true });
+        return id;
+      },
+    });
+
+    const wrong = new UdpClient();
+    cleanups.push(() => wrong.close());
+    const hash = (config.protocolHash ^ 0x5a5a5a5a) >>> 0;
+    const err = await wrong.connect(HOST, h.port, hash).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'ERR_SIGHTLINE_NET_REFUSED_PROTOCOL_HASH' });
+    expect((err as Error).message).toContain(config.protocolHash.toString(16));
+    expect((err as Error).message).toContain(hash.toString(16));
+    expect(wrong.state).toBe('closed');
+    expect(connects).toBe(0);
+
+    const first = await client(h);
+    expect(first.avatar).toBeGreaterThanOrEqual(0);
+    const full = await new UdpClient().connect(HOST, h.port, config.protocolHash).catch((e: unknown) => e);
+    expect(full).toMatchObject({ code: 'ERR_SIGHTLINE_NET_REFUSED_SERVER_FULL' });
+
+    await first.c.close();
+    await until('the BYE', () => h.server.clientCount === 0);
+    const banned = await new UdpClient().connect(HOST, h.port, config.protocolHash).catch((e: unknown) => e);
+    expect(banned).toMatchObject({ code: 'ERR_SIGHTLINE_NET_REFUSED_REJECTED' });
+    expect((banned as Error).message).toContain('banned for griefing');
+    expect(h.server.counters.refused).toBe(3);
+    expect(h.server.counters.connects).toBe(1);
+  });
+
+  it('garbage, truncated and oversized datagrams are counted and dropped; a good client keeps receiving', async () => {
+    const h = await harness();
+    const good = await client(h);
+    const raw = await rawSocket();
+    const r = rng(5);
+    const bad: Uint8Array[] = [];
+    for (let i = 0; i < 40; i++) {
+      const b = new Uint8Array(1 + Math.floor(r() * 120));
+      for (let k = 0; k < b.length; k++) b[k] = Math.floor(r() * 256);
+      if (b[0] >= 0xa0 && b[0] <= 0xa5) b[0] = 0x37; // garbage, not a control type
+      bad.push(b);
+    }
+    const hello = encodeHello({ protocolHash: config.protocolHash, nonce: 1 });
+    for (let n = 1; n < HELLO_BYTES; n++) bad.push(hello.slice(0, n)); // truncated at every length
+    const badMagic = hello.slice();
+    badMagic[2] = 0;
+    bad.push(badMagic);
+    bad.push(new Uint8Array(1500).fill(0xa0)); // oversized
+    bad.push(new Uint8Array(60_000).fill(0xa3)); // oversized
+    bad.push(Uint8Array.of(1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)); // a game packet, wrong direction
+    bad.push(Uint8Array.of(0xa3, 1, 2)); // truncated ACK
+
+    const received0 = good.c.counters.gamePackets;
+    const before = h.server.counters.datagramsReceived;
+    let sent = 0;
+    for (let t = 0; t < 20; t++) {
+      for (let k = 0; k < 10 && sent < bad.length; k++) await raw.send(bad[sent++], h.port);
+      await h.tick();
+      await caughtUp(h, good.c, good.avatar);
+    }
+    while (sent < bad.length) await raw.send(bad[sent++], h.port);
+    // An ACK from an address without a session is well-formed: a stray, not malformed.
+    await raw.send(encodeAck(0, 0), h.port);
+    await until('every bad datagram', () => h.server.counters.datagramsReceived - before >= bad.length + 1 + 20);
+    expect(h.server.counters.malformed).toBe(bad.length);
+    expect(h.server.counters.strays).toBe(1);
+    expect(h.server.counters.listenerErrors).toBe(0);
+    expect(h.server.counters.connects).toBe(1);
+    expect(raw.inbox).toEqual([]); // nothing answered
+    expect(good.c.counters.gamePackets - received0).toBe(20);
+    expect(mismatches(h.world, good.avatar, good.c.world)).toEqual([]);
+  });
+
+  it('a silent client times out; a client that keeps alive does not', async () => {
+    const h = await harness({ timeoutMs: 300, keepaliveMs: 100 });
+    const alive = await client(h, { keepaliveMs: 50 });
+    const raw = await rawSocket();
+    await raw.send(encodeHello({ protocolHash: config.protocolHash, nonce: 77 }), h.port);
+    await until('the WELCOME', () => raw.inbox.length > 0);
+    const welcome = raw.inbox[0];
+    expect(welcome).toMatchObject({ type: MSG_WELCOME, nonce: 77 });
+    const silent = (welcome as { avatar: number }).avatar;
+    // A repeated HELLO (the WELCOME was lost) is answered again, without a second session.
+    await raw.send(encodeHello({ protocolHash: config.protocolHash, nonce: 77 }), h.port);
+    await until('the second WELCOME', () => raw.inbox.filter((m) => m.type === MSG_WELCOME).length === 2);
+    expect(h.server.counters.connects).toBe(2);
+
+    await until('the timeout', () => h.events.length > 0, 3000);
+    expect(h.events).toEqual([`${silent} timeout`]);
+    expect(h.server.counters.timeouts).toBe(1);
+    expect(h.server.has(silent)).toBe(false);
+    expect(h.server.has(alive.avatar)).toBe(true);
+    expect(alive.c.state).toBe('connected');
+    await until('the BYE', () => raw.inbox.some((m) => m.type === MSG_BYE));
+    expect(raw.inbox.some((m) => m.type === MSG_PING)).toBe(true);
+    expect(raw.inbox.find((m) => m.type === MSG_BYE)).toEqual({ type: MSG_BYE, reason: ByeReason.TIMEOUT });
+  });
+
+  it('sends beyond the in-flight cap are dropped and counted, never queued', async () => {
+    const h = await harness({ maxInFlightSends: 1 });
+    await client(h);
+    await client(h);
+    await h.tick();
+    expect(h.server.counters.packetsSent).toBe(1);
+    expect(h.server.counters.packetsDropped).toBe(1);
+    await until('the send to complete', () => h.server.inFlightSends === 0);
+  });
+
+  it('a new HELLO from the same address replaces the session; closing the server says BYE to clients', async () => {
+    const h = await harness();
+    const raw = await rawSocket();
+    await raw.send(encodeHello({ protocolHash: config.protocolHash, nonce: 1 }), h.port);
+    await until('the first WELCOME', () => raw.inbox.length === 1);
+    await raw.send(encodeHello({ protocolHash: config.protocolHash, nonce: 2 }), h.port);
+    await until('the second WELCOME', () => raw.inbox.length === 2);
+    const [w1, w2] = raw.inbox as { avatar: number }[];
+    expect(h.events).toEqual([`${w1.avatar} replaced`]);
+    expect(h.server.has(w2.avatar)).toBe(true);
+
+    const byes: (number | undefined)[] = [];
+    const c = new UdpClient({ onDisconnect: (reason, bye) => byes.push(reason === 'bye' ? bye : -1) });
+    cleanups.push(() => c.close());
+    const avatar = await c.connect(HOST, h.port, config.protocolHash);
+    await h.server.close();
+    await until('the BYE', () => byes.length === 1);
+    expect(byes).toEqual([ByeReason.SHUTDOWN]);
+    expect(c.state).toBe('closed');
+    expect(h.events).toContain(`${avatar} closed`);
+  });
+
+  it('connect rejects with a timeout when nobody answers', async () => {
+    const raw = await rawSocket(); // a bound port that never answers
+    const port = (raw.s.address() as { port: number }).port;
+    const c = new UdpClient({ connectTimeoutMs: 200, helloIntervalMs: 50 });
+    const err = await c.connect(HOST, port, config.protocolHash).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'ERR_SIGHTLINE_NET_CONNECT_TIMEOUT' });
+    expect(c.state).toBe('closed');
+    expect(c.counters.helloSent).toBeGreaterThanOrEqual(3);
+  });
+});
