@@ -99,7 +99,7 @@ void World::serve(Viewer& v, Scratch& s) {
   const uint32_t* odo = snap.odo.data();
   const uint32_t* ids = snap.ids.data();
   uint64_t* seen = s.seen.data();
-  std::memset(seen, 0, sizeof(uint64_t) * ((gt.size() + 63) / 64 + 1));
+  std::memset(seen, 0, sizeof(uint64_t) * ((gt.capacity() + 63) / 64));  // entries inserted below too
   World::Scored* sc = s.scored.data();
   uint32_t m = 0, newPositive = 0;
   for (uint32_t i = 0; i < n; ++i) {

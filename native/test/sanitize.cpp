@@ -1,0 +1,172 @@
+// Randomized engine runs under AddressSanitizer and UndefinedBehaviorSanitizer: moves, teleports,
+// entities leaving the region, spawns and despawns, viewers coming and going, lossy and reordered
+// acknowledgements, events; every packet is checked against its payload and header counts, and
+// the bytes of 1, 2 and 8 threads are compared. Build and run: npm run test:sanitize.
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "errors.h"
+#include "world.h"
+
+using namespace sightline;
+
+namespace {
+
+int failures = 0, checks = 0;
+
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    ++checks;                                              \
+    if (!(cond)) {                                         \
+      ++failures;                                          \
+      std::fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+      std::fprintf(stderr, __VA_ARGS__);                   \
+      std::fprintf(stderr, "\n");                          \
+    }                                                      \
+  } while (0)
+
+uint16_t u16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
+
+// Runs one seeded scenario; returns every packet's bytes, in order.
+std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t ticks) {
+  std::mt19937 rng(seed);
+  auto uni = [&](int64_t lo, int64_t hi) { return lo + int64_t(rng() % uint64_t(hi - lo)); };
+  ConfigInput in;
+  in.regionSize = 1024;
+  in.viewRadius = 100;
+  in.graceTicks = double(rng() % 4);
+  in.ghostCap = double(8 + rng() % 64);
+  in.walkCap = double(16 + rng() % 200);
+  in.eventReserveBytes = 40;
+  in.denseCellThreshold = 32;
+  Config c = buildConfig(in);
+  World w(c, 800, seed % 2 == 0);
+  ThreadPool pool(threads);
+  std::vector<uint32_t> live;
+  auto spawn = [&] {
+    live.push_back(w.entities().spawn(int32_t(uni(0, c.regionRaw)), int32_t(uni(0, c.regionRaw)),
+                                      int32_t(uni(-600 * 1024, 600 * 1024))));
+  };
+  for (int i = 0; i < 600; ++i) spawn();
+  // A crowd in one cell so sub-grids are used.
+  for (int i = 0; i < 200; ++i) {
+    uint32_t s = slotOfId(live[i]);
+    w.entities().x()[s] = int32_t(uni(0, c.cellRaw));
+    w.entities().y()[s] = int32_t(uni(0, c.cellRaw));
+  }
+  std::vector<uint32_t> viewers;
+  for (int i = 0; i < 60; ++i) {
+    bool acks = i % 2 == 0;
+    w.addViewer(live[i], ViewerOptions{uint32_t(16 + 40 + 12 * (1 + rng() % 40) + 4 * (rng() % 8)), 1 + rng() % 3, acks});
+    viewers.push_back(live[i]);
+  }
+  // Acknowledgements travel back with loss and delay.
+  struct Ack { uint32_t at, viewer; uint16_t seq; };
+  std::deque<Ack> inflight;
+  std::vector<std::vector<uint8_t>> out;
+  std::vector<std::vector<uint16_t>> received(1u << 21);
+  for (uint32_t t = 0; t < ticks; ++t) {
+    int32_t *xs = w.entities().x(), *ys = w.entities().y();
+    for (uint32_t id : live) {
+      uint32_t s = slotOfId(id);
+      uint32_t k = rng() % 100;
+      if (k < 60) xs[s] += int32_t(uni(-900, 900)), ys[s] += int32_t(uni(-900, 900));
+      else if (k < 62) xs[s] = int32_t(uni(-4000, c.regionRaw + 4000)), ys[s] = int32_t(uni(-4000, c.regionRaw + 4000));
+    }
+    for (int k = 0; k < 3; ++k) {
+      if (live.size() > 100 && rng() % 2) {
+        size_t i = rng() % live.size();
+        w.entities().despawn(live[i]);
+        live.erase(live.begin() + std::ptrdiff_t(i));
+      }
+      if (live.size() < 790 && rng() % 2) spawn();
+    }
+    if (rng() % 10 == 0 && !viewers.empty()) {
+      size_t i = rng() % viewers.size();
+      w.removeViewer(viewers[i]);
+      viewers.erase(viewers.begin() + std::ptrdiff_t(i));
+    }
+    if (rng() % 10 == 0) {
+      uint32_t id = live[rng() % live.size()];
+      if (!w.hasViewer(id)) w.addViewer(id, ViewerOptions{0, 1, rng() % 2 == 0}), viewers.push_back(id);
+    }
+    for (uint32_t v : viewers) {
+      if (rng() % 4 != 0) continue;
+      uint8_t ev[35];
+      std::memset(ev, int(t), sizeof ev);
+      try {
+        w.emit(v, ev, 1 + rng() % 35);
+      } catch (const CoreError& e) {
+        CHECK(e.code() == "ERR_SIGHTLINE_EVENTS_DISABLED" || e.code() == "ERR_SIGHTLINE_EVENT_QUEUE_FULL",
+              "emit threw %s", e.code().c_str());
+      }
+    }
+    w.prepareTick();
+    w.runPass(pool);
+    for (size_t i = 0; i < w.viewerCount(); ++i) {
+      const Viewer& v = w.viewerAt(i);
+      if (v.outLength == 0) continue;
+      const uint8_t* p = w.output() + v.outOffset;
+      CHECK(v.outLength <= v.payloadBytes, "packet %u > payload %u", v.outLength, v.payloadBytes);
+      uint32_t events = 0;
+      if (p[1] & 1) {
+        uint32_t n = p[kHeaderBytes + 2], at = kHeaderBytes + 3;
+        for (uint32_t k = 0; k < n; ++k) at += 2 + u16(p + at);
+        events = at - kHeaderBytes;
+        CHECK(events <= c.eventReserveBytes, "events %u > reserve", events);
+      }
+      CHECK(kHeaderBytes + events + 4u * u16(p + 12) + 12u * u16(p + 14) == v.outLength, "counts do not match length");
+      CHECK(4u * u16(p + 12) <= (v.payloadBytes - kHeaderBytes - events) / 2, "despawns over half");
+      out.emplace_back(p, p + v.outLength);
+      if (v.ackLog && rng() % 5 != 0) inflight.push_back(Ack{t + uint32_t(rng() % 4), v.avatarId, u16(p + 2)});
+    }
+    // Deliver due acknowledgements: the client acks its newest and the 32 before it.
+    for (size_t k = 0; k < inflight.size();) {
+      if (inflight[k].at > t) { ++k; continue; }
+      Ack a = inflight[k];
+      inflight.erase(inflight.begin() + std::ptrdiff_t(k));
+      if (!w.hasViewer(a.viewer)) continue;
+      auto& got = received[slotOfId(a.viewer)];
+      got.push_back(a.seq);
+      uint16_t newest = got[0];
+      for (uint16_t s : got) if (uint16_t(s - newest) < 0x8000) newest = s;
+      uint32_t bits = 0;
+      for (uint16_t s : got) {
+        uint16_t d = uint16_t(newest - s);
+        if (d >= 1 && d <= 32) bits |= 1u << (d - 1);
+      }
+      if (got.size() > 64) got.erase(got.begin());
+      w.acknowledge(a.viewer, newest, bits);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main() {
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    auto a = run(seed, 1, 250);
+    auto b = run(seed, 2, 250);
+    auto d = run(seed, 8, 250);
+    CHECK(a.size() > 1000, "seed %u: only %zu packets", seed, a.size());
+    CHECK(a == b && a == d, "seed %u: packets differ between 1, 2 and 8 threads", seed);
+    std::printf("seed %u: %zu packets, identical for 1, 2 and 8 threads\n", seed, a.size());
+  }
+  // Bad configurations throw coded errors, never crash.
+  ConfigInput bad;
+  bad.maxSpeed = 1e300;
+  try {
+    buildConfig(bad);
+    CHECK(false, "a huge maxSpeed was accepted");
+  } catch (const CoreError& e) {
+    CHECK(e.code() == "ERR_SIGHTLINE_CONFIG_SPEED_EXCEEDS_CELL_PER_TICK", "code %s", e.code().c_str());
+  }
+  std::printf("%d passed, %d failed\n", checks - failures, failures);
+  return failures == 0 ? 0 : 1;
+}
