@@ -273,6 +273,8 @@ class PassWorker : public Napi::AsyncWorker {
       code_ = "ERR_SIGHTLINE_INTERNAL";
       SetError(e.what());
     }
+    // The pool is no longer in use: an environment cleanup may join it from here on.
+    data_->end();
   }
   void OnOK() override;
   void OnError(const Napi::Error& e) override;
@@ -746,19 +748,27 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   std::vector<PendingOp> pending_;
 };
 
+// Both run on the JavaScript thread. While the environment is being torn down (a worker thread
+// terminated mid-pass) JavaScript can no longer run: the calls below throw, and the tick is dropped.
 void PassWorker::OnOK() {
   Napi::Env env = Env();
-  data_->end();
-  Napi::Object r = owner_->finishTick(env);
-  deferred_.Resolve(r);
+  try {
+    Napi::Object r = owner_->finishTick(env);
+    deferred_.Resolve(r);
+  } catch (const Napi::Error&) {
+  } catch (const std::exception&) {
+  }
 }
 
 void PassWorker::OnError(const Napi::Error& e) {
   Napi::Env env = Env();
-  data_->end();
-  owner_->failTick(env);
-  Napi::Error err = codedError(env, code_.empty() ? "ERR_SIGHTLINE_INTERNAL" : code_, e.Message());
-  deferred_.Reject(err.Value());
+  try {
+    owner_->failTick(env);
+    Napi::Error err = codedError(env, code_.empty() ? "ERR_SIGHTLINE_INTERNAL" : code_, e.Message());
+    deferred_.Reject(err.Value());
+  } catch (const Napi::Error&) {
+  } catch (const std::exception&) {
+  }
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
