@@ -2,7 +2,10 @@
 // entities leaving the region, spawns and despawns, viewers coming and going, lossy and reordered
 // acknowledgements, events; every packet is checked against its payload and header counts, and
 // the bytes of 1, 2 and 8 threads are compared. Build and run: npm run test:sanitize.
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <new>
 #include <cstring>
 #include <deque>
 #include <random>
@@ -14,6 +17,38 @@
 #include "world.h"
 
 using namespace sightline;
+
+// Every allocation through operator new is counted, to check that warm ticks allocate nothing.
+static std::atomic<uint64_t> allocations{0};
+static void* counted(std::size_t n, std::size_t align) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align)
+                                             : std::malloc(n ? n : 1);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+void* operator new(std::size_t n) { return counted(n, 0); }
+void* operator new[](std::size_t n) { return counted(n, 0); }
+void* operator new(std::size_t n, std::align_val_t a) { return counted(n, std::size_t(a)); }
+void* operator new[](std::size_t n, std::align_val_t a) { return counted(n, std::size_t(a)); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(n ? n : 1);
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(n ? n : 1);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -149,7 +184,41 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
 
 }  // namespace
 
+// A warm world (viewers with and without acks and events, entities moving, a crowd) ticks without
+// a single allocation: neither the once-per-tick phases nor the pass.
+void warmTicksDoNotAllocate(unsigned threads) {
+  ConfigInput in;
+  in.eventReserveBytes = 64;
+  Config c = buildConfig(in);
+  World w(c, 4096);
+  std::mt19937 rng(7);
+  for (int i = 0; i < 4000; ++i)
+    w.entities().spawn(int32_t(2048 * 1024 + rng() % (128 * 1024)), int32_t(2048 * 1024 + rng() % (128 * 1024)), 0);
+  for (uint32_t s = 0; s < 600; ++s) w.addViewer(w.entities().idOfSlot(s), ViewerOptions{0, 1 + s % 2, s % 3 == 0});
+  ThreadPool pool(threads);
+  auto tick = [&](uint32_t t) {
+    int32_t* xs = w.entities().x();
+    for (uint32_t s = 0; s < 4000; ++s) xs[s] += int32_t(rng() % 201) - 100;
+    w.prepareTick();
+    w.runPass(pool);
+    for (uint32_t s = 0; s < 600; s += 3) {
+      uint32_t id = w.entities().idOfSlot(s);
+      w.acknowledge(id, uint16_t(w.viewer(id).sequence - 1), 0xffffffffu);
+      uint8_t ev[8] = {1, 2, 3, 4, 5, 6, 7, uint8_t(t)};
+      if (t % 5 == 0) w.emit(id, ev, sizeof ev);
+    }
+  };
+  for (uint32_t t = 0; t < 100; ++t) tick(t);
+  uint64_t before = allocations.load();
+  for (uint32_t t = 100; t < 300; ++t) tick(t);
+  uint64_t during = allocations.load() - before;
+  CHECK(during == 0, "%u threads: %llu allocations in 200 warm ticks", threads, (unsigned long long)during);
+  std::printf("%u threads: %llu allocations in 200 warm ticks\n", threads, (unsigned long long)during);
+}
+
 int main() {
+  warmTicksDoNotAllocate(1);
+  warmTicksDoNotAllocate(2);
   for (uint32_t seed = 1; seed <= 6; ++seed) {
     auto a = run(seed, 1, 250);
     auto b = run(seed, 2, 250);
