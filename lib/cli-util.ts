@@ -1,10 +1,22 @@
 // Helpers shared by the `sightline` subcommands: exit codes, option parsers, report formatting.
 import { InvalidArgumentError } from 'commander';
+import { SightlineError } from './errors.js';
 
 /** Exit code for bad usage: unknown flags, invalid values. */
 export const EXIT_USAGE = 2;
 /** Exit code for a failure while running. */
 export const EXIT_FAILURE = 1;
+
+/** Error code of a flag whose value is invalid given the other flags (exit code 2). */
+export const ERR_INVALID_FLAG = 'ERR_SIGHTLINE_INVALID_FLAG';
+
+/**
+ * An error for a flag that is invalid given the others: `main` prints its message (which names
+ * the flag) and its code, and exits with {@link EXIT_USAGE}.
+ */
+export function flagError(message: string): SightlineError {
+  return new SightlineError(ERR_INVALID_FLAG, message);
+}
 
 // Option parsers: each throws InvalidArgumentError, which commander reports as
 // "error: option '--flag <n>' argument 'value' is invalid. <message>" (exit code 2 here).

@@ -3,7 +3,8 @@
 // option parsers and report formatting shared by subcommands live in cli-util.ts.
 //
 //   sightline herd [--scenario NAME] [--entities N] [--viewers N] [--threads N] [--seconds S]
-//                  [--seed N] [--overrun stretch|drop] [--sample N] [--json] [--no-progress]
+//                  [--seed N] [--overrun stretch|drop] [--sample N] [--net none|udp] [--clients N]
+//                  [--json] [--no-progress]
 //
 // Exit codes: 0 success, 1 runtime failure, 2 bad usage (unknown flag, invalid value).
 import { realpathSync } from 'node:fs';
@@ -11,21 +12,44 @@ import { fileURLToPath } from 'node:url';
 import cliProgress from 'cli-progress';
 import { Command, CommanderError, Option } from 'commander';
 import { WorldConfig } from './config.js';
-import { EXIT_FAILURE, EXIT_USAGE, fmt, fmtRate, integerOption, positiveNumberOption, renderTable, type Row } from './cli-util.js';
+import {
+  ERR_INVALID_FLAG,
+  EXIT_FAILURE,
+  EXIT_USAGE,
+  flagError,
+  fmt,
+  fmtRate,
+  integerOption,
+  positiveNumberOption,
+  renderTable,
+  type Row,
+} from './cli-util.js';
 import { SightlineError } from './errors.js';
 import { HERD_SCENARIOS, createHerd, herdDefaults, type HerdScenario } from './herd.js';
 import { OVERRUN_POLICIES, run, type LoopSummary, type OverrunPolicy } from './loop.js';
 import { TARGETS, TickMetrics, type MetricsReport } from './metrics.js';
+import { NET_DEFAULT_CLIENTS, NET_EVENT_RESERVE_BYTES, NET_MAX_CLIENTS, NetHerd, type NetworkReport } from './net/herd-net.js';
 import { World } from './world.js';
 
 // ---------------------------------------------------------------------------------------------
 // herd
 
+/** Transports `sightline herd --net` offers: `none` keeps every viewer in-process. */
+export type HerdNet = 'none' | 'udp';
+
+/** Valid {@link HerdNet} values. */
+export const HERD_NETS: readonly HerdNet[] = Object.freeze(['none', 'udp'] as const);
+
 /** Options of `sightline herd`, parsed. */
 export interface HerdCommandOptions {
   scenario: HerdScenario;
   entities?: number;
+  /** In-process viewers (default: the scenario's; with `net: 'udp'`, 0). */
   viewers?: number;
+  /** `'udp'`: serve bot clients in a child process over loopback UDP. Default `'none'`. */
+  net?: HerdNet;
+  /** Bot clients with `net: 'udp'` (default {@link NET_DEFAULT_CLIENTS}). */
+  clients?: number;
   threads: number;
   seconds: number;
   seed: number;
@@ -40,9 +64,11 @@ export interface HerdReport {
   command: 'herd';
   scenario: HerdScenario;
   entities: number;
+  /** In-process viewers (the networked clients' viewers are counted in `network`). */
   viewers: number;
   threads: number;
   seed: number;
+  net: HerdNet;
   /** Requested run time, s. */
   seconds: number;
   overrun: OverrunPolicy;
@@ -56,12 +82,16 @@ export interface HerdReport {
     cellSize: number;
     tickHz: number;
     payloadBytes: number;
+    /** Bytes per packet held back for reliable events (96 with `--net udp`, else 0). */
+    eventReserveBytes: number;
     slotsPerPacket: number;
     walkCap: number;
     ghostCap: number;
   };
   loop: LoopSummary;
   metrics: MetricsReport;
+  /** With `--net udp`: the server, the bot clients, perceived error and event delivery; else null. */
+  network: NetworkReport | null;
 }
 
 /** Default run time of `sightline herd`, s. */
@@ -81,7 +111,14 @@ export interface HerdProgress {
  * `'stretch'`) the loop is stopped once that time has passed, so fewer ticks run than were due.
  * `onProgress` is called after every tick. A SIGINT ends the run early (the report covers the
  * ticks run).
- * @throws SightlineError from the World or the herd (bad counts, capacity).
+ *
+ * With `net: 'udp'` the World gets an event reserve of {@link NET_EVENT_RESERVE_BYTES} bytes, a
+ * UdpServer listens on 127.0.0.1 and one forked bot process connects `clients` UdpClients before
+ * the run starts (see lib/net/herd-net.ts); each takes a herd entity (after the in-process
+ * viewers) as its avatar. Up to half a second of ticks follows the run while heartbeat events
+ * await acknowledgement; the bot process is stopped before this resolves or rejects.
+ * @throws SightlineError from the World or the herd (bad counts, capacity), ERR_SIGHTLINE_INVALID_HERD_OPTION
+ *   (more clients than entities left after the viewers), ERR_SIGHTLINE_NET_BIND, ERR_SIGHTLINE_NET_BOTS.
  */
 export async function runHerd(
   options: Omit<HerdCommandOptions, 'json' | 'progress'>,
@@ -89,35 +126,56 @@ export async function runHerd(
 ): Promise<HerdReport> {
   const started = performance.now();
   const counts = herdDefaults(options.scenario, options.entities);
-  const viewers = options.viewers ?? counts.viewers;
-  const config = WorldConfig.build();
+  const networked = options.net === 'udp';
+  const viewers = options.viewers ?? (networked ? 0 : counts.viewers);
+  const clients = networked ? (options.clients ?? Math.min(NET_DEFAULT_CLIENTS, counts.entities - viewers)) : 0;
+  if (networked && (clients < 1 || clients > counts.entities - viewers)) {
+    throw new SightlineError(
+      'ERR_SIGHTLINE_INVALID_HERD_OPTION',
+      `clients must be from 1 to the entities that are not viewers (${counts.entities - viewers}), received ${clients}`,
+    );
+  }
+  const config = networked ? WorldConfig.build({ eventReserveBytes: NET_EVENT_RESERVE_BYTES }) : WorldConfig.build();
   const world = new World(config, { capacity: counts.entities, threads: options.threads });
   const herd = createHerd(world, { scenario: options.scenario, entities: counts.entities, viewers, seed: options.seed });
-  const metrics = new TickMetrics(world, { entities: herd.ids, sampleViewers: options.sample });
   const setupMs = performance.now() - started;
+  const net = networked
+    ? await NetHerd.start(world, { ids: herd.ids, slots: herd.slots, avatars: herd.ids.subarray(viewers), clients, seconds: options.seconds })
+    : undefined;
   const ticksDue = Math.max(1, Math.round(options.seconds * config.input.tickHz));
   const totalMs = (ticksDue * 1000) / config.input.tickHz;
-
-  const epoch = performance.now();
-  const loop = run(world, {
-    step: () => herd.step(),
-    onTick: (result, report) => {
-      metrics.record(result, report);
-      onProgress?.(metrics, { elapsedMs: performance.now() - epoch, totalMs });
-    },
-    overrun: options.overrun,
-    ticks: ticksDue,
-  });
-  const timer = setTimeout(() => void loop.stop(), totalMs);
-  const interrupt = (): void => void loop.stop();
-  process.once('SIGINT', interrupt);
+  let metrics: TickMetrics;
   let summary: LoopSummary;
+  let network: NetworkReport | null = null;
   try {
-    summary = await loop.done;
+    metrics = new TickMetrics(world, { entities: herd.ids, sampleViewers: options.sample });
+    const epoch = performance.now();
+    const loop = run(world, {
+      step: () => herd.step(),
+      onTick: (result, report) => {
+        net?.onTick(result, report.tick);
+        metrics.record(result, report);
+        onProgress?.(metrics, { elapsedMs: performance.now() - epoch, totalMs });
+      },
+      overrun: options.overrun,
+      ticks: ticksDue,
+    });
+    const timer = setTimeout(() => void loop.stop(), totalMs);
+    const interrupt = (): void => void loop.stop();
+    process.once('SIGINT', interrupt);
+    try {
+      summary = await loop.done;
+    } finally {
+      clearTimeout(timer);
+      metrics.close();
+    }
+    try {
+      if (net) network = await net.finish();
+    } finally {
+      process.removeListener('SIGINT', interrupt);
+    }
   } finally {
-    clearTimeout(timer);
-    process.removeListener('SIGINT', interrupt);
-    metrics.close();
+    await net?.close();
   }
   return {
     command: 'herd',
@@ -126,6 +184,7 @@ export async function runHerd(
     viewers,
     threads: world.threads,
     seed: options.seed,
+    net: options.net ?? 'none',
     seconds: options.seconds,
     overrun: options.overrun,
     ticksDue,
@@ -136,12 +195,14 @@ export async function runHerd(
       cellSize: config.cellSize,
       tickHz: config.input.tickHz,
       payloadBytes: config.payloadBytes,
+      eventReserveBytes: config.eventReserveBytes,
       slotsPerPacket: config.slotsPerPacket,
       walkCap: config.walkCap,
       ghostCap: config.ghostCap,
     },
     loop: summary,
     metrics: metrics.report(summary),
+    network,
   };
 }
 
@@ -195,13 +256,40 @@ export function formatHerdReport(r: HerdReport): string {
     const e = m.eventLoopDelayMs;
     rows.push(['event-loop delay p50 / p99 / max', `${ms(e.p50)} / ${ms(e.p99)} / ${ms(e.max)}`]);
   }
+  if (r.network) rows.push('rule', ...networkRows(r.network));
+  const clients = r.network ? ` + ${fmt(r.network.clients)} UDP clients` : '';
   const head =
-    `sightline herd: ${r.scenario}, ${fmt(r.entities)} entities, ${fmt(r.viewers)} viewers, ` +
+    `sightline herd: ${r.scenario}, ${fmt(r.entities)} entities, ${fmt(r.viewers)} viewers${clients}, ` +
     `${r.threads} thread${r.threads === 1 ? '' : 's'}, seed ${r.seed}, ${fmt(r.seconds, 1)} s at ${r.config.tickHz} Hz, overrun ${r.overrun}` +
     `\nregion ${r.config.regionSize} m, view radius ${r.config.viewRadius} m, cell ${r.config.cellSize} m, ` +
     `${r.config.payloadBytes}-byte packets (${r.config.slotsPerPacket} slots), walk cap ${r.config.walkCap}, ghost cap ${r.config.ghostCap}; set-up ${fmt(r.setupMs)} ms`;
   const verdict = m.targets.allMet ? 'targets met' : 'targets MISSED';
   return `${head}\n\n${renderTable(rows)}\n\n  ${verdict} (p50 ≤ ${TARGETS.passP50Ms} ms, p99 ≤ ${TARGETS.passP99Ms} ms, no late ticks)\n`;
+}
+
+/** The rows of a herd report's network section. */
+function networkRows(n: NetworkReport): Row[] {
+  const s = n.server;
+  const b = n.bots;
+  const e = n.events;
+  const p = n.perceivedErrorM;
+  const m = (v: number | null): string => (v === null ? '-' : `${fmt(v, 3)} m`);
+  const rows: Row[] = [
+    ['network', `UDP on ${n.address}:${n.port}, 1 bot process`],
+    ['clients connected', `${fmt(n.connected)} of ${fmt(n.clients)} in ${fmt(n.connectMs)} ms${n.connectFailed > 0 ? ` (${fmt(n.connectFailed)} failed)` : ''}`],
+    ['packets sent / dropped (server)', `${fmt(s.packetsSent)} / ${fmt(s.packetsDropped)}`],
+    ['bytes sent (server)', `${fmt(s.bytesSent)} B`],
+    ['datagrams received (bots)', `${fmt(b.datagramsReceived)} (${fmt(b.applied)} packets applied, ${fmt(b.stale + b.duplicates + b.malformed)} discarded)`],
+    ['acks sent (bots) / applied (server)', `${fmt(b.acksSent)} / ${fmt(n.acksApplied)}`],
+    ['perceived error mean / p99', `${m(p.mean)} / ${m(p.p99)}`],
+    ['perceived error worst', `${m(p.worst)} (${fmt(p.samples)} samples, ${fmt(p.rounds)} rounds)`],
+    ['entities held per client (mean)', fmt(b.heldMean, 1)],
+    ['events sent / delivered', `${fmt(e.sent)} / ${fmt(e.delivered)}`],
+    ['events lost / duplicated', `${fmt(e.lost)} / ${fmt(e.duplicated)}`, '0 / 0', e.lost === 0 && e.duplicated === 0],
+  ];
+  if (n.drainTicks > 0) rows.push(['drain ticks after the run', fmt(n.drainTicks)]);
+  if (b.disconnected > 0) rows.push(['clients disconnected during the run', fmt(b.disconnected)]);
+  return rows;
 }
 
 /** Registers `sightline herd` on a program. */
@@ -218,25 +306,42 @@ export function registerHerdCommand(program: Command): Command {
       ),
     )
     .addOption(
-      new Option('--viewers <n>', 'entities made viewers (default: the scenario\'s: town-square all, crowd-50k 8192, uniform/trips 4096, speed-mix 1024)').argParser(
-        integerOption(0, 1 << 20),
-      ),
+      new Option(
+        '--viewers <n>',
+        'entities made in-process viewers (default: the scenario\'s: town-square all, crowd-50k 8192, uniform/trips 4096, speed-mix 1024; with --net udp, 0)',
+      ).argParser(integerOption(0, 1 << 20)),
     )
     .addOption(new Option('--threads <n>', 'pass threads, 0 = every core').argParser(integerOption(0, 256)).default(0))
     .addOption(new Option('--seconds <s>', 'run time in seconds').argParser(positiveNumberOption(86_400)).default(HERD_DEFAULT_SECONDS))
     .addOption(new Option('--seed <n>', 'PRNG seed').argParser(integerOption(0, 0xffffffff)).default(1))
     .addOption(new Option('--overrun <policy>', 'when a tick starts late').choices(OVERRUN_POLICIES).default('stretch' satisfies OverrunPolicy))
     .addOption(new Option('--sample <n>', 'viewers sampled for coverage (0 = off)').argParser(integerOption(0, 4096)).default(64))
+    .addOption(
+      new Option('--net <transport>', 'udp: serve bot clients in a child process over UDP on 127.0.0.1').choices(HERD_NETS).default('none' satisfies HerdNet),
+    )
+    .addOption(
+      new Option('--clients <n>', `UDP clients in the bot process, each a herd entity's viewer (with --net udp; default ${NET_DEFAULT_CLIENTS})`).argParser(
+        integerOption(1, NET_MAX_CLIENTS),
+      ),
+    )
     .option('--json', 'print the report as one JSON object on stdout, nothing else', false)
     .option('--no-progress', 'no live progress line')
     .action(async (opts: HerdCommandOptions, command: Command) => {
       const entities = opts.entities ?? herdDefaults(opts.scenario).entities;
-      const viewers = opts.viewers ?? herdDefaults(opts.scenario, entities).viewers;
+      const networked = opts.net === 'udp';
+      const viewers = opts.viewers ?? (networked ? 0 : herdDefaults(opts.scenario, entities).viewers);
       if (viewers > entities) {
         command.error(`error: option '--viewers <n>' argument '${viewers}' is invalid. Expected at most --entities (${entities}).`, {
           exitCode: EXIT_USAGE,
           code: 'commander.invalidArgument',
         });
+      }
+      if (opts.clients !== undefined && !networked) throw flagError(`error: option '--clients <n>' needs --net udp`);
+      const clients = networked ? (opts.clients ?? Math.min(NET_DEFAULT_CLIENTS, entities - viewers)) : undefined;
+      if (clients !== undefined && (clients < 1 || clients > entities - viewers)) {
+        throw flagError(
+          `error: option '--clients <n>' argument '${clients}' is invalid. Expected at most --entities minus --viewers (${entities - viewers}), at least 1.`,
+        );
       }
       const showProgress = !opts.json && opts.progress && process.stderr.isTTY === true;
       let bar: cliProgress.SingleBar | undefined;
@@ -274,7 +379,7 @@ export function registerHerdCommand(program: Command): Command {
       };
       let report: HerdReport;
       try {
-        report = await runHerd({ ...opts, entities, viewers }, onProgress);
+        report = await runHerd({ ...opts, entities, viewers, clients }, onProgress);
       } finally {
         bar?.stop();
       }
@@ -311,6 +416,10 @@ export async function main(argv: readonly string[] = process.argv): Promise<numb
       // is help shown because no command was given.
       if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version') return 0;
       if (e.code === 'commander.help') return e.exitCode === 0 ? 0 : EXIT_USAGE;
+      return EXIT_USAGE;
+    }
+    if (e instanceof SightlineError && e.code === ERR_INVALID_FLAG) {
+      process.stderr.write(`${e.message} (${e.code})\n(add --help for usage)\n`);
       return EXIT_USAGE;
     }
     const message = e instanceof SightlineError ? `${e.message} (${e.code})` : e instanceof Error ? (e.stack ?? e.message) : String(e);

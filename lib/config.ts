@@ -303,9 +303,16 @@ export class WorldConfig {
   readonly maxMovePerTickRaw: number;
   /** Bytes per packet, header included. 1200 by default (QUIC's minimum datagram size; fits a 1500-byte MTU). */
   readonly payloadBytes: number;
-  /** Bytes per packet held back for events. 0 by default. */
+  /**
+   * Bytes per packet that events may use (the events actually queued take what they need of it;
+   * the rest carries records). 0 by default.
+   */
   readonly eventReserveBytes: number;
-  /** Update records per packet: (payloadBytes - 16 - eventReserveBytes) / 12, rounded down. (1200 - 16) / 12 = 98 by default. */
+  /**
+   * Update records per packet with the whole event reserve in use and no despawns:
+   * (payloadBytes - 16 - eventReserveBytes) / 12, rounded down; (1200 - 16) / 12 = 98 by default.
+   * A packet without events has (payloadBytes - 16) / 12.
+   */
   readonly slotsPerPacket: number;
   /** Candidates examined per viewer before the walk stops; 2147483647 when uncapped. 256 by default. */
   readonly walkCap: number;

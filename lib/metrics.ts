@@ -93,7 +93,7 @@ export interface MetricsReport {
   readonly viewersPerTick: number;
   /** Packets sent in total. */
   readonly packets: number;
-  /** Update records per packet against the packet's slots (config.slotsPerPacket). */
+  /** Update records per packet against a packet's slots when no events wait: (payloadBytes − 16) / 12. */
   readonly recordsPerPacket: {
     readonly mean: number;
     readonly p50: number;
@@ -172,6 +172,11 @@ function distribution(values: Float64Array): Distribution {
   let sum = 0;
   for (let i = 0; i < sorted.length; i++) sum += sorted[i];
   return { mean: sum / sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), worst: sorted[sorted.length - 1] };
+}
+
+/** Mean, nearest-rank p50 and p99, and the largest of values (all 0 when there are none). */
+export function summarize(values: Float64Array): Distribution {
+  return distribution(values);
 }
 
 // A growable Float64 series.
@@ -463,7 +468,8 @@ export class TickMetrics {
       }
       return hist.length - 1;
     };
-    const slots = config.slotsPerPacket;
+    // Slots of a packet with no events waiting: the reserve is only taken by events in use.
+    const slots = Math.floor((config.payloadBytes - HEADER_BYTES) / RECORD_BYTES);
     const recordsMean = div(this.#records, this.#packets);
     const viewersPerTick = div(this.#served, ticks);
     const bytesPerSecond = div(this.#bytes, seconds);

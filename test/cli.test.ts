@@ -2,7 +2,7 @@ import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const cli = join(root, 'dist', 'lib', 'cli.js');
@@ -10,16 +10,6 @@ const cli = join(root, 'dist', 'lib', 'cli.js');
 function sightline(...args: string[]): SpawnSyncReturns<string> {
   return spawnSync(process.execPath, [cli, ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });
 }
-
-// Builds dist/ (tsc emits even when it reports type errors; those fail `npm run typecheck`).
-beforeAll(() => {
-  const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
-    cwd: root,
-    encoding: 'utf8',
-  });
-  if (tsc.error) throw tsc.error;
-  if (!existsSync(cli)) throw new Error(`tsc -p tsconfig.build.json did not produce ${cli}:\n${tsc.stdout}${tsc.stderr}`);
-});
 
 describe('sightline herd', () => {
   it('--json prints one JSON report with sane numbers', () => {

@@ -1,0 +1,280 @@
+// The bot process of `sightline herd --net udp`: UdpClients on loopback, driven by the parent over
+// the node:child_process IPC channel (messages in bot-messages.ts). It exits when the parent says
+// stop, when the IPC channel closes (the parent ended), or once the start message's lifetime is up.
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { SightlineError } from '../errors.js';
+import {
+  MAX_BOT_CLIENTS,
+  decodeHeartbeat,
+  type BotBelief,
+  type BotClientReport,
+  type BotConnectedMessage,
+  type BotEventCounts,
+  type BotReportReply,
+  type BotSampleReply,
+  type BotStartMessage,
+  type BotsToParent,
+  type ParentToBots,
+} from './bot-messages.js';
+import { UdpClient } from './udp-client.js';
+
+// Failure messages kept for the connected message.
+const MAX_ERRORS = 5;
+
+/** Checks each heartbeat a client receives against the ones before it. */
+export class HeartbeatCheck {
+  received = 0;
+  inOrder = 0;
+  duplicates = 0;
+  gaps = 0;
+  outOfOrder = 0;
+  foreign = 0;
+  readonly #seen = new Set<number>();
+  #last = -1;
+
+  /** Distinct heartbeats received. */
+  get distinct(): number {
+    return this.#seen.size;
+  }
+
+  /** Takes one delivered event. */
+  take(bytes: Uint8Array): void {
+    this.received++;
+    const n = decodeHeartbeat(bytes);
+    if (n < 0) {
+      this.foreign++;
+      return;
+    }
+    if (this.#seen.has(n)) {
+      this.duplicates++;
+      return;
+    }
+    this.#seen.add(n);
+    if (this.#last < 0 || n === this.#last + 1) this.inOrder++;
+    else if (n > this.#last) this.gaps += n - this.#last - 1;
+    else this.outOfOrder++;
+    if (n > this.#last) this.#last = n;
+  }
+}
+
+/** CPU time this process has used, ms. */
+function cpuMs(): { user: number; system: number } {
+  const cpu = process.cpuUsage();
+  return { user: cpu.user / 1000, system: cpu.system / 1000 };
+}
+
+interface Bot {
+  readonly client: UdpClient;
+  readonly check: HeartbeatCheck;
+  disconnect: string | null;
+}
+
+/**
+ * The clients of one bot process: opened and connected by {@link connect}, sampled by
+ * {@link sample}, counted by {@link report}, closed by {@link close}.
+ */
+export class BotSwarm {
+  readonly #start: BotStartMessage;
+  readonly #bots: Bot[] = [];
+  #closed = false;
+
+  /** @throws ERR_SIGHTLINE_INVALID_ARGUMENT for a start message with fields of the wrong kind or out of range. */
+  constructor(start: BotStartMessage) {
+    const ok =
+      typeof start === 'object' &&
+      start !== null &&
+      typeof start.host === 'string' &&
+      Number.isInteger(start.port) &&
+      start.port > 0 &&
+      start.port < 65536 &&
+      Number.isInteger(start.protocolHash) &&
+      Number.isInteger(start.clients) &&
+      start.clients >= 1 &&
+      start.clients <= MAX_BOT_CLIENTS &&
+      Number.isInteger(start.concurrency) &&
+      start.concurrency >= 1 &&
+      typeof start.lifetimeMs === 'number' &&
+      start.lifetimeMs > 0;
+    if (!ok) throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `bad start message: ${JSON.stringify(start)}`);
+    this.#start = start;
+  }
+
+  /** Clients that completed the handshake. */
+  get size(): number {
+    return this.#bots.length;
+  }
+
+  /** Opens and connects every client, `concurrency` at a time; resolves when each has settled. */
+  async connect(): Promise<BotConnectedMessage> {
+    const started = performance.now();
+    const { host, port, protocolHash, clients, concurrency } = this.#start;
+    let next = 0;
+    let failed = 0;
+    const errors: string[] = [];
+    const worker = async (): Promise<void> => {
+      while (next < clients && !this.#closed) {
+        next++;
+        const check = new HeartbeatCheck();
+        const bot: { client?: UdpClient; check: HeartbeatCheck; disconnect: string | null } = { check, disconnect: null };
+        const client = new UdpClient({
+          bindAddress: host,
+          onEvent: (_sequence, bytes) => check.take(bytes),
+          onDisconnect: (reason) => {
+            bot.disconnect = reason;
+          },
+        });
+        bot.client = client;
+        try {
+          await client.connect(host, port, protocolHash);
+          if (this.#closed) await client.close();
+          else this.#bots.push(bot as Bot);
+        } catch (e) {
+          failed++;
+          if (errors.length < MAX_ERRORS) errors.push(e instanceof SightlineError ? `${e.message} (${e.code})` : String(e));
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, clients) }, worker));
+    return { type: 'connected', connected: this.#bots.length, failed, errors, ms: performance.now() - started };
+  }
+
+  /** Every client's held entities and their raw positions, as of its newest packet. */
+  sample(round: number): BotSampleReply {
+    const beliefs: BotBelief[] = [];
+    for (const { client } of this.#bots) {
+      const avatar = client.avatar;
+      if (avatar === undefined) continue;
+      const world = client.world;
+      if (world.newestSequence < 0) continue;
+      const n = world.size;
+      const ids = new Uint32Array(n);
+      const x = new Int32Array(n);
+      const y = new Int32Array(n);
+      let i = 0;
+      for (const e of world.entities.values()) {
+        ids[i] = e.id;
+        x[i] = e.rawX;
+        y[i] = e.rawY;
+        i++;
+      }
+      beliefs.push({ avatar, tick: world.newestTick, ids, x, y });
+    }
+    return { type: 'sample', round, clients: beliefs };
+  }
+
+  /** Every client's counters. */
+  report(): BotReportReply {
+    const clients: BotClientReport[] = [];
+    for (const { client, check, disconnect } of this.#bots) {
+      const c = client.counters;
+      const w = client.world.counters;
+      const events: BotEventCounts = {
+        received: check.received,
+        distinct: check.distinct,
+        inOrder: check.inOrder,
+        duplicates: check.duplicates,
+        gaps: check.gaps,
+        outOfOrder: check.outOfOrder,
+        foreign: check.foreign,
+        copiesIgnored: w.repeatedEvents,
+        skipped: w.skippedEvents,
+      };
+      clients.push({
+        avatar: client.avatar ?? -1,
+        state: client.state,
+        disconnect,
+        datagramsReceived: c.datagramsReceived,
+        bytesReceived: c.bytesReceived,
+        gamePackets: c.gamePackets,
+        applied: w.packets,
+        duplicates: w.duplicates,
+        stale: w.stale,
+        malformed: w.malformed,
+        reordered: w.reordered,
+        acksSent: c.acksSent,
+        acksDropped: c.acksDropped,
+        held: client.world.size,
+        events,
+      });
+    }
+    return { type: 'report', clients, cpuMs: cpuMs() };
+  }
+
+  /** Closes every client (each says BYE). Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const bots = this.#bots.splice(0);
+    await Promise.all(bots.map((b) => b.client.close()));
+  }
+}
+
+/** Runs the bot process: answers the parent's messages until stopped. */
+function serve(): void {
+  let swarm: BotSwarm | undefined;
+  let exiting = false;
+  const exit = (code: number): void => {
+    if (exiting) return;
+    exiting = true;
+    const done = (): void => process.exit(code);
+    setTimeout(done, 2000).unref();
+    (swarm?.close() ?? Promise.resolve()).then(done, done);
+  };
+  const send = (message: BotsToParent): void => {
+    if (exiting || !process.connected) return;
+    process.send!(message, undefined, {}, (e: Error | null) => {
+      if (e) exit(1);
+    });
+  };
+  process.on('disconnect', () => exit(0));
+  // The parent ends the run (it reacts to SIGINT itself and then says stop).
+  process.on('SIGINT', () => undefined);
+  process.on('message', (raw: unknown) => {
+    const m = raw as ParentToBots;
+    try {
+      switch (m?.type) {
+        case 'start': {
+          if (swarm !== undefined) return;
+          swarm = new BotSwarm(m);
+          setTimeout(() => exit(0), m.lifetimeMs).unref();
+          swarm.connect().then(send, (e: unknown) => {
+            send({ type: 'fatal', message: String(e) });
+            exit(1);
+          });
+          return;
+        }
+        case 'sample':
+          send(swarm?.sample(m.round) ?? { type: 'sample', round: m.round, clients: [] });
+          return;
+        case 'report':
+          send(swarm?.report() ?? { type: 'report', clients: [], cpuMs: cpuMs() });
+          return;
+        case 'stop':
+          exit(0);
+          return;
+      }
+    } catch (e) {
+      send({ type: 'fatal', message: e instanceof SightlineError ? `${e.message} (${e.code})` : String(e) });
+      exit(1);
+    }
+  });
+}
+
+function isEntryPoint(): boolean {
+  const entry = process.argv[1];
+  if (!entry) return false;
+  try {
+    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  if (typeof process.send === 'function') {
+    serve();
+  } else {
+    process.stderr.write('sightline bots: this script runs as the child process of `sightline herd --net udp`\n');
+    process.exitCode = 2;
+  }
+}

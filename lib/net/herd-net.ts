@@ -1,0 +1,627 @@
+// `sightline herd --net udp`, the server side: a UdpServer on loopback whose clients live in one
+// forked bot process (bots.ts). Herd entities become the clients' avatars; each tick's packets go
+// out over UDP; a heartbeat event per client every second checks reliable delivery; the bots'
+// believed positions are compared with the truth at the tick they were last told about.
+import { fork, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { SightlineError } from '../errors.js';
+import { RAW_PER_METER } from '../fixed.js';
+import { mulberry32 } from '../herd.js';
+import { summarize } from '../metrics.js';
+import type { EntityId, TickResult, World } from '../world.js';
+import {
+  MAX_BOT_CLIENTS,
+  encodeHeartbeat,
+  type BotConnectedMessage,
+  type BotReportReply,
+  type BotSampleReply,
+  type BotsToParent,
+  type ParentToBots,
+} from './bot-messages.js';
+import { UdpServer, type UdpServerCounters } from './udp-server.js';
+
+/** Event reserve of the World a networked herd runs on, bytes per packet (config `eventReserveBytes`). */
+export const NET_EVENT_RESERVE_BYTES = 96;
+
+/** Default number of bot clients: what two cores carry at 20 Hz beside the server. */
+export const NET_DEFAULT_CLIENTS = 200;
+
+/** Most bot clients (one dgram socket each). */
+export const NET_MAX_CLIENTS = MAX_BOT_CLIENTS;
+
+/** The loopback address the server binds and the bots connect from. */
+export const NET_HOST = '127.0.0.1';
+
+// Connections the bot process attempts at once.
+const CONNECT_CONCURRENCY = 128;
+// Per-connect timeout of a bot client (UdpClient default), ms.
+const CLIENT_CONNECT_TIMEOUT_MS = 5000;
+// Beyond the run itself, how long the bot process may live, ms.
+const BOT_LIFETIME_MARGIN_MS = 120_000;
+// Waits for the bot process: its final report, its exit after `stop`, ms.
+const REPORT_TIMEOUT_MS = 10_000;
+const EXIT_TIMEOUT_MS = 3000;
+// Position errors kept for percentiles (a uniform sample beyond that); mean and worst stay exact.
+const ERROR_RESERVOIR = 1 << 20;
+// Characters of the bot process's stderr kept for error messages.
+const STDERR_TAIL = 4000;
+
+/** Options of {@link NetHerd.start}. */
+export interface NetHerdOptions {
+  /** The herd's entity ids and their slots in `world.positions`, in the same order: the truth the bots are checked against. */
+  ids: Uint32Array;
+  slots: Uint32Array;
+  /** Entities the clients get as avatars, taken in order (none may be a viewer yet). */
+  avatars: ArrayLike<EntityId>;
+  /** Bot clients to connect, 1 to {@link NET_MAX_CLIENTS} and at most `avatars.length`. */
+  clients: number;
+  /** Length of the run that follows, s: bounds the bot process's lifetime. */
+  seconds: number;
+}
+
+/** Perceived position error: distance between where a client believes a held entity is and where it was at the tick of the client's newest packet. */
+export interface PerceivedError {
+  /** Errors measured (one per held entity per client per sample round). */
+  samples: number;
+  /** Sample rounds answered by the bots. */
+  rounds: number;
+  /** Client beliefs left out: their newest packet's tick was no longer in the truth history. */
+  skipped: number;
+  /** Meters; null without samples. */
+  mean: number | null;
+  p50: number | null;
+  p99: number | null;
+  worst: number | null;
+}
+
+/** Reliable heartbeat events: one per connected client every second. */
+export interface NetworkEvents {
+  /** Heartbeats queued with `World.emit` (one per client per second). */
+  sent: number;
+  /** Distinct heartbeats the clients received. */
+  delivered: number;
+  /** Heartbeats sent that their client never received (after the drain). */
+  lost: number;
+  /** Heartbeats a client's `onEvent` saw twice. */
+  duplicated: number;
+  /** Heartbeat numbers skipped over by a client (delivered after a later one, or never). */
+  gaps: number;
+  /** Heartbeats delivered after a later one. */
+  outOfOrder: number;
+  /** Resent copies the clients' worlds ignored (ClientWorld `repeatedEvents`). */
+  copiesIgnored: number;
+  /** Event sequences the server stopped resending unseen (ClientWorld `skippedEvents`). */
+  skipped: number;
+  /** Heartbeats `World.emit` refused (the client's queue of 64 unacknowledged events was full). */
+  dropped: number;
+  /** Heartbeats not yet acknowledged when the run ended. */
+  pendingAtEnd: number;
+}
+
+/** Totals over the bot clients. */
+export interface BotTotals {
+  datagramsReceived: number;
+  bytesReceived: number;
+  /** Game packets handed to the clients' worlds. */
+  gamePackets: number;
+  /** Of those: applied, ignored as duplicates, discarded as stale, rejected as malformed, applied out of order. */
+  applied: number;
+  duplicates: number;
+  stale: number;
+  malformed: number;
+  reordered: number;
+  acksSent: number;
+  /** ACKs a client could not send (its socket queue was full). */
+  acksDropped: number;
+  /** Entities held per client at the end, mean. */
+  heldMean: number;
+  /** Clients whose session the server ended during the run (BYE or timeout). */
+  disconnected: number;
+  /** CPU time the bot process used, from its start to the end of the run, ms. */
+  cpuMs: { user: number; system: number };
+}
+
+/** The `network` section of a herd report run with `--net udp`. */
+export interface NetworkReport {
+  transport: 'udp';
+  /** Server address and port. */
+  address: string;
+  port: number;
+  /** Clients asked for. */
+  clients: number;
+  /** Clients connected when the run started. */
+  connected: number;
+  /** Clients whose connect failed, and the first few reasons. */
+  connectFailed: number;
+  connectErrors: string[];
+  /** Time to connect every client, ms. */
+  connectMs: number;
+  /** Process id of the bot process (it has exited by the time the report exists). */
+  botPid: number;
+  /** Ticks run after the run's time was up to deliver the events still unacknowledged (at most half a second of ticks). */
+  drainTicks: number;
+  /** The server's counters at the end (packets, bytes, acks, sessions). */
+  server: UdpServerCounters;
+  /** Acks `World.acknowledge` took, and those it refused. */
+  acksApplied: number;
+  acksRefused: number;
+  bots: BotTotals;
+  perceivedErrorM: PerceivedError;
+  events: NetworkEvents;
+}
+
+interface Waiter {
+  resolve(m: BotsToParent): void;
+  reject(e: Error): void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+// Exact count, sum and maximum of position errors, with a uniform sample for percentiles.
+class ErrorSample {
+  count = 0;
+  sum = 0;
+  worst = 0;
+  #values = new Float64Array(4096);
+  #length = 0;
+  readonly #rand = mulberry32(0x5eed);
+
+  push(v: number): void {
+    this.count++;
+    this.sum += v;
+    if (v > this.worst) this.worst = v;
+    if (this.#length < ERROR_RESERVOIR) {
+      if (this.#length === this.#values.length) {
+        const grown = new Float64Array(this.#values.length * 2);
+        grown.set(this.#values);
+        this.#values = grown;
+      }
+      this.#values[this.#length++] = v;
+      return;
+    }
+    const j = Math.floor(this.#rand() * this.count);
+    if (j < ERROR_RESERVOIR) this.#values[j] = v;
+  }
+
+  values(): Float64Array {
+    return this.#values.subarray(0, this.#length);
+  }
+}
+
+function botsScript(): string {
+  const path = fileURLToPath(new URL('./bots.js', import.meta.url));
+  if (!existsSync(path)) {
+    throw new SightlineError('ERR_SIGHTLINE_NET_BOTS', `the bot process script ${path} is missing: build dist/ with npx tsc -p tsconfig.build.json`);
+  }
+  return path;
+}
+
+/**
+ * The server side of a networked herd run. {@link start} binds the server, forks the bot process
+ * and waits until its clients have connected; call {@link onTick} after every tick, then
+ * {@link finish} for the report. {@link close} (idempotent) ends the bot process and the server
+ * whatever happened; the bot process also exits by itself when this process ends.
+ */
+export class NetHerd {
+  readonly #world: World;
+  readonly #server: UdpServer;
+  readonly #options: NetHerdOptions;
+  readonly #tickHz: number;
+  // Avatars not yet given out, and those handed back by a disconnect.
+  #nextAvatar = 0;
+  readonly #freed: EntityId[] = [];
+  // Truth history: ring of the herd's raw positions by tick (herd order).
+  readonly #ringTick: Float64Array;
+  readonly #ringX: Int32Array[];
+  readonly #ringY: Int32Array[];
+  readonly #indexOf = new Map<number, number>();
+  readonly #errors = new ErrorSample();
+  #rounds = 0;
+  #skipped = 0;
+  #sampleRound = 0;
+  // Heartbeats: the next number, and those queued per avatar.
+  #beat = 0;
+  readonly #sentTo = new Map<EntityId, number>();
+  #eventsSent = 0;
+  #eventsDropped = 0;
+  #acksApplied = 0;
+  #acksRefused = 0;
+  #child: ChildProcess | undefined;
+  #childExit: Promise<void> = Promise.resolve();
+  #childGone = false;
+  #stderr = '';
+  readonly #waiters = new Map<string, Waiter>();
+  #connected: BotConnectedMessage | undefined;
+  #closed = false;
+
+  private constructor(world: World, options: NetHerdOptions) {
+    this.#world = world;
+    this.#options = options;
+    this.#tickHz = world.config.input.tickHz;
+    const ring = Math.max(8, 2 * this.#tickHz);
+    this.#ringTick = new Float64Array(ring).fill(-1);
+    this.#ringX = Array.from({ length: ring }, () => new Int32Array(options.ids.length));
+    this.#ringY = Array.from({ length: ring }, () => new Int32Array(options.ids.length));
+    for (let i = 0; i < options.ids.length; i++) this.#indexOf.set(options.ids[i], i);
+    this.#server = new UdpServer({
+      config: world.config,
+      address: NET_HOST,
+      port: 0,
+      maxClients: options.clients,
+      onConnect: () => this.#assignAvatar(),
+      onDisconnect: (viewer) => this.#releaseAvatar(viewer),
+      onAck: (viewer, ack, ackBits) => {
+        try {
+          this.#world.acknowledge(viewer, ack, ackBits);
+          this.#acksApplied++;
+        } catch {
+          this.#acksRefused++;
+        }
+      },
+    });
+  }
+
+  /**
+   * Binds a UdpServer on 127.0.0.1 (a free port), forks the bot process and resolves once it has
+   * connected its clients (those that failed are reported, not fatal). The world needs an event
+   * reserve ({@link NET_EVENT_RESERVE_BYTES}) for the heartbeats.
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (clients out of range or more than the avatars),
+   *   ERR_SIGHTLINE_NET_BIND, ERR_SIGHTLINE_NET_BOTS (the bot script is missing, the process
+   *   failed or did not report in time).
+   */
+  static async start(world: World, options: NetHerdOptions): Promise<NetHerd> {
+    const { clients, avatars } = options;
+    if (!Number.isInteger(clients) || clients < 1 || clients > NET_MAX_CLIENTS || clients > avatars.length) {
+      throw new SightlineError(
+        'ERR_SIGHTLINE_INVALID_ARGUMENT',
+        `clients must be an integer from 1 to ${Math.min(NET_MAX_CLIENTS, avatars.length)} (the avatars available), received ${clients}`,
+      );
+    }
+    const script = botsScript();
+    const net = new NetHerd(world, options);
+    try {
+      await net.#launch(script);
+    } catch (e) {
+      await net.close();
+      throw e;
+    }
+    return net;
+  }
+
+  /** The server (its counters are live). */
+  get server(): UdpServer {
+    return this.#server;
+  }
+
+  /** The bot process's connection phase, once over. */
+  get connected(): BotConnectedMessage | undefined {
+    return this.#connected;
+  }
+
+  /**
+   * After tick index `tick` (0 for the first): sends the tick's packets, keeps the herd's positions
+   * as the truth for `result.tick`, emits a heartbeat to every client on each whole second (tick
+   * index divisible by tickHz) and asks the bots for their beliefs half a second later.
+   */
+  onTick(result: TickResult, tick: number): void {
+    this.#server.sendTick(result);
+    this.#recordTruth(result.tick);
+    const phase = tick % this.#tickHz;
+    if (phase === 0) this.#heartbeat();
+    if (phase === Math.floor(this.#tickHz / 2)) this.#requestSample();
+  }
+
+  /**
+   * Ends a run: asks for a last sample, runs up to half a second of ticks (without moving the herd)
+   * while heartbeats await acknowledgement, collects the bots' counters, stops the bot process and
+   * closes the server. Resolves with the network report.
+   * @throws ERR_SIGHTLINE_NET_BOTS (the bot process failed or did not answer).
+   */
+  async finish(): Promise<NetworkReport> {
+    try {
+      this.#requestSample();
+      const drainTicks = await this.#drain();
+      let pendingAtEnd = 0;
+      for (const v of this.#server.viewers()) pendingAtEnd += this.#world.eventStats(v)?.pending ?? 0;
+      const reply = (await this.#request({ type: 'report' }, 'report', REPORT_TIMEOUT_MS)) as BotReportReply;
+      await this.#stopChild();
+      await this.#server.close();
+      return this.#report(reply, drainTicks, pendingAtEnd);
+    } finally {
+      await this.close();
+    }
+  }
+
+  /** Stops the bot process (kills it if it does not exit) and closes the server. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#stopChild();
+    await this.#server.close();
+    process.removeListener('exit', this.#killChild);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  async #launch(script: string): Promise<void> {
+    const { address, port } = await this.#server.listen();
+    const child = fork(script, [], { execArgv: [], serialization: 'advanced', stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+    this.#child = child;
+    process.on('exit', this.#killChild);
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (chunk: string) => {
+      this.#stderr = (this.#stderr + chunk).slice(-STDERR_TAIL);
+    });
+    this.#childExit = new Promise((resolve) => {
+      const gone = (why: string): void => {
+        if (this.#childGone) return;
+        this.#childGone = true;
+        this.#failWaiters(why);
+        resolve();
+      };
+      child.once('exit', (code, signal) => gone(`the bot process exited (${signal ?? `code ${code}`})`));
+      child.once('error', (e) => gone(`the bot process failed: ${e.message}`));
+    });
+    child.on('message', this.#onMessage);
+    const { clients } = this.#options;
+    const waves = Math.ceil(clients / CONNECT_CONCURRENCY);
+    const connected = (await this.#request(
+      {
+        type: 'start',
+        host: address,
+        port,
+        protocolHash: this.#world.config.protocolHash >>> 0,
+        clients,
+        concurrency: CONNECT_CONCURRENCY,
+        lifetimeMs: this.#options.seconds * 1000 + waves * CLIENT_CONNECT_TIMEOUT_MS + BOT_LIFETIME_MARGIN_MS,
+      },
+      'connected',
+      10_000 + waves * (CLIENT_CONNECT_TIMEOUT_MS + 1000),
+    )) as BotConnectedMessage;
+    this.#connected = connected;
+  }
+
+  readonly #killChild = (): void => {
+    if (this.#child !== undefined && !this.#childGone) this.#child.kill('SIGKILL');
+  };
+
+  async #stopChild(): Promise<void> {
+    const child = this.#child;
+    if (child === undefined || this.#childGone) return;
+    this.#post({ type: 'stop' });
+    const timer = setTimeout(() => {
+      if (!this.#childGone) child.kill('SIGKILL');
+    }, EXIT_TIMEOUT_MS);
+    await this.#childExit;
+    clearTimeout(timer);
+  }
+
+  #post(message: ParentToBots): void {
+    const child = this.#child;
+    if (child === undefined || this.#childGone || !child.connected) return;
+    child.send(message, undefined, {}, () => undefined);
+  }
+
+  #request(message: ParentToBots, answer: BotsToParent['type'], timeoutMs: number): Promise<BotsToParent> {
+    if (this.#childGone) return Promise.reject(this.#botsError('the bot process is gone'));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#waiters.delete(answer);
+        reject(this.#botsError(`the bot process did not answer ${message.type} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.#waiters.set(answer, { resolve, reject, timer });
+      this.#post(message);
+    });
+  }
+
+  #botsError(why: string): SightlineError {
+    const tail = this.#stderr.trim();
+    return new SightlineError('ERR_SIGHTLINE_NET_BOTS', tail === '' ? why : `${why}; its stderr:\n${tail}`);
+  }
+
+  #failWaiters(why: string): void {
+    for (const [key, w] of this.#waiters) {
+      clearTimeout(w.timer);
+      this.#waiters.delete(key);
+      w.reject(this.#botsError(why));
+    }
+  }
+
+  readonly #onMessage = (raw: unknown): void => {
+    const m = raw as BotsToParent;
+    if (m?.type === 'fatal') {
+      this.#failWaiters(`the bot process failed: ${m.message}`);
+      return;
+    }
+    if (m?.type === 'sample') this.#takeSample(m);
+    const w = this.#waiters.get(m?.type);
+    if (w !== undefined) {
+      this.#waiters.delete(m.type);
+      clearTimeout(w.timer);
+      w.resolve(m);
+    }
+  };
+
+  #assignAvatar(): EntityId {
+    const { avatars } = this.#options;
+    const avatar = this.#freed.pop() ?? (this.#nextAvatar < avatars.length ? avatars[this.#nextAvatar++] : undefined);
+    if (avatar === undefined) throw new Error('no avatar left for another client');
+    try {
+      this.#world.addViewer(avatar, { acks: true });
+    } catch (e) {
+      this.#freed.push(avatar);
+      throw e;
+    }
+    return avatar;
+  }
+
+  #releaseAvatar(viewer: EntityId): void {
+    try {
+      this.#world.removeViewer(viewer);
+    } catch {
+      // not a viewer any more: nothing to undo
+    }
+    this.#freed.push(viewer);
+  }
+
+  #recordTruth(tick: number): void {
+    const k = tick % this.#ringTick.length;
+    const { slots } = this.#options;
+    const X = this.#world.positions.x;
+    const Y = this.#world.positions.y;
+    const tx = this.#ringX[k];
+    const ty = this.#ringY[k];
+    for (let i = 0; i < slots.length; i++) {
+      const s = slots[i];
+      tx[i] = X[s];
+      ty[i] = Y[s];
+    }
+    this.#ringTick[k] = tick;
+  }
+
+  #heartbeat(): void {
+    const bytes = encodeHeartbeat(this.#beat++);
+    for (const v of this.#server.viewers()) {
+      try {
+        this.#world.emit(bytes, { viewer: v });
+        this.#sentTo.set(v, (this.#sentTo.get(v) ?? 0) + 1);
+        this.#eventsSent++;
+      } catch {
+        this.#eventsDropped++;
+      }
+    }
+  }
+
+  #requestSample(): void {
+    this.#post({ type: 'sample', round: this.#sampleRound++ });
+  }
+
+  #takeSample(reply: BotSampleReply): void {
+    this.#rounds++;
+    const ring = this.#ringTick;
+    const index = this.#indexOf;
+    const errors = this.#errors;
+    for (const b of reply.clients) {
+      const k = b.tick % ring.length;
+      if (ring[k] !== b.tick) {
+        this.#skipped++;
+        continue;
+      }
+      const tx = this.#ringX[k];
+      const ty = this.#ringY[k];
+      for (let j = 0; j < b.ids.length; j++) {
+        const i = index.get(b.ids[j]);
+        if (i === undefined) continue;
+        const dx = b.x[j] - tx[i];
+        const dy = b.y[j] - ty[i];
+        errors.push(Math.sqrt(dx * dx + dy * dy) / RAW_PER_METER);
+      }
+    }
+  }
+
+  // Ticks at the tick rate while any client has heartbeats awaiting acknowledgement; at most half a second.
+  async #drain(): Promise<number> {
+    const period = 1000 / this.#tickHz;
+    const most = Math.max(1, Math.floor(this.#tickHz / 2));
+    let ticks = 0;
+    while (ticks < most && !this.#childGone) {
+      let pending = 0;
+      for (const v of this.#server.viewers()) pending += this.#world.eventStats(v)?.pending ?? 0;
+      if (pending === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, period));
+      const result = await this.#world.tick();
+      this.#server.sendTick(result);
+      this.#recordTruth(result.tick);
+      ticks++;
+    }
+    if (ticks > 0) await new Promise((resolve) => setTimeout(resolve, period));
+    return ticks;
+  }
+
+  #report(reply: BotReportReply, drainTicks: number, pendingAtEnd: number): NetworkReport {
+    const { clients } = reply;
+    const bots: BotTotals = {
+      datagramsReceived: 0,
+      bytesReceived: 0,
+      gamePackets: 0,
+      applied: 0,
+      duplicates: 0,
+      stale: 0,
+      malformed: 0,
+      reordered: 0,
+      acksSent: 0,
+      acksDropped: 0,
+      heldMean: 0,
+      disconnected: 0,
+      cpuMs: { ...reply.cpuMs },
+    };
+    const events: NetworkEvents = {
+      sent: this.#eventsSent,
+      delivered: 0,
+      lost: 0,
+      duplicated: 0,
+      gaps: 0,
+      outOfOrder: 0,
+      copiesIgnored: 0,
+      skipped: 0,
+      dropped: this.#eventsDropped,
+      pendingAtEnd,
+    };
+    const reported = new Set<EntityId>();
+    let held = 0;
+    for (const c of clients) {
+      reported.add(c.avatar);
+      bots.datagramsReceived += c.datagramsReceived;
+      bots.bytesReceived += c.bytesReceived;
+      bots.gamePackets += c.gamePackets;
+      bots.applied += c.applied;
+      bots.duplicates += c.duplicates;
+      bots.stale += c.stale;
+      bots.malformed += c.malformed;
+      bots.reordered += c.reordered;
+      bots.acksSent += c.acksSent;
+      bots.acksDropped += c.acksDropped;
+      if (c.disconnect !== null) bots.disconnected++;
+      held += c.held;
+      const e = c.events;
+      events.delivered += e.distinct;
+      events.lost += Math.max(0, (this.#sentTo.get(c.avatar) ?? 0) - e.distinct);
+      events.duplicated += e.duplicates;
+      events.gaps += e.gaps;
+      events.outOfOrder += e.outOfOrder;
+      events.copiesIgnored += e.copiesIgnored;
+      events.skipped += e.skipped;
+    }
+    for (const [avatar, sent] of this.#sentTo) if (!reported.has(avatar)) events.lost += sent;
+    bots.heldMean = clients.length > 0 ? held / clients.length : 0;
+    const e = this.#errors;
+    const d = summarize(e.values());
+    const connected = this.#connected;
+    return {
+      transport: 'udp',
+      address: NET_HOST,
+      port: this.#server.port,
+      clients: this.#options.clients,
+      connected: connected?.connected ?? 0,
+      connectFailed: connected?.failed ?? 0,
+      connectErrors: [...(connected?.errors ?? [])],
+      connectMs: connected?.ms ?? 0,
+      botPid: this.#child?.pid ?? 0,
+      drainTicks,
+      server: { ...this.#server.counters },
+      acksApplied: this.#acksApplied,
+      acksRefused: this.#acksRefused,
+      bots,
+      perceivedErrorM: {
+        samples: e.count,
+        rounds: this.#rounds,
+        skipped: this.#skipped,
+        mean: e.count > 0 ? e.sum / e.count : null,
+        p50: e.count > 0 ? d.p50 : null,
+        p99: e.count > 0 ? d.p99 : null,
+        worst: e.count > 0 ? e.worst : null,
+      },
+      events,
+    };
+  }
+}

@@ -1,0 +1,17 @@
+// Builds dist/ once before any test file runs: the CLI tests run the compiled `sightline` command.
+// (tsc emits even when it reports type errors; those fail `npm run typecheck`.)
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export default function setup(): void {
+  const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+  const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  if (tsc.error) throw tsc.error;
+  const cli = join(root, 'dist', 'lib', 'cli.js');
+  if (!existsSync(cli)) throw new Error(`tsc -p tsconfig.build.json did not produce ${cli}:\n${tsc.stdout}${tsc.stderr}`);
+}

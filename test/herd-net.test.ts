@@ -1,0 +1,143 @@
+import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const cli = join(root, 'dist', 'lib', 'cli.js');
+
+function sightline(...args: string[]): SpawnSyncReturns<string> {
+  return spawnSync(process.execPath, [cli, ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Process ids of pid's children (Linux: ps --ppid). */
+function childrenOf(pid: number): number[] {
+  const r = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' });
+  return r.stdout
+    .split('\n')
+    .map((s) => Number(s.trim()))
+    .filter((n) => Number.isInteger(n) && n > 0);
+}
+
+async function until<T>(what: string, probe: () => T | undefined, ms = 10_000): Promise<T> {
+  const end = performance.now() + ms;
+  for (;;) {
+    const v = probe();
+    if (v !== undefined) return v;
+    if (performance.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('sightline herd --net udp', () => {
+  it('serves 20 bot clients over loopback: packets arrive, heartbeats delivered once each, error finite', () => {
+    const r = sightline('herd', '--scenario', 'uniform', '--entities', '2000', '--net', 'udp', '--clients', '20', '--seconds', '2', '--json');
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    const report = JSON.parse(lines[0]);
+    expect(report).toMatchObject({ command: 'herd', scenario: 'uniform', entities: 2000, viewers: 0, net: 'udp', config: { eventReserveBytes: 96 } });
+    const n = report.network;
+    expect(n).toMatchObject({ transport: 'udp', address: '127.0.0.1', clients: 20, connected: 20, connectFailed: 0 });
+    expect(n.port).toBeGreaterThan(0);
+    expect(report.metrics.viewersPerTick).toBe(20);
+
+    expect(n.server.connects).toBe(20);
+    expect(n.server.packetsSent).toBeGreaterThan(0);
+    expect(n.server.packetsSent).toBeGreaterThanOrEqual(report.metrics.packets);
+    expect(n.bots.gamePackets).toBeGreaterThan(0);
+    expect(n.bots.gamePackets).toBeLessThanOrEqual(n.server.packetsSent);
+    expect(n.bots.datagramsReceived).toBeGreaterThanOrEqual(n.bots.gamePackets);
+    expect(n.bots.acksSent).toBeGreaterThan(0);
+    expect(n.acksApplied).toBeGreaterThan(0);
+    expect(n.acksApplied).toBeLessThanOrEqual(n.bots.acksSent);
+    expect(n.acksRefused).toBe(0);
+
+    // One heartbeat per client per second: ticks 0 and 20 of a 2 s run.
+    const e = n.events;
+    expect(e.sent).toBeGreaterThanOrEqual(20);
+    expect(e.delivered).toBe(e.sent);
+    expect(e.lost).toBe(0);
+    expect(e.duplicated).toBe(0);
+    expect(e.outOfOrder).toBe(0);
+    expect(e.gaps).toBe(0);
+
+    const p = n.perceivedErrorM;
+    expect(p.samples).toBeGreaterThan(0);
+    for (const k of ['mean', 'p50', 'p99', 'worst']) {
+      expect(Number.isFinite(p[k])).toBe(true);
+      expect(p[k]).toBeGreaterThanOrEqual(0);
+    }
+    expect(p.p50).toBeLessThanOrEqual(p.p99);
+    expect(p.p99).toBeLessThanOrEqual(p.worst);
+
+    expect(alive(n.botPid)).toBe(false);
+  });
+
+  it('prints a network section without --json', () => {
+    const r = sightline('herd', '--scenario', 'uniform', '--entities', '500', '--net', 'udp', '--clients', '5', '--seconds', '0.5');
+    expect(r.status).toBe(0);
+    for (const text of ['0 viewers + 5 UDP clients', 'clients connected', '5 of 5', 'packets sent / dropped (server)', 'perceived error mean / p99', 'events lost / duplicated']) {
+      expect(r.stdout).toContain(text);
+    }
+  });
+
+  it.each([
+    [['--clients', '5'], /--clients.*needs --net udp.*ERR_SIGHTLINE_INVALID_FLAG/s],
+    [['--net', 'udp', '--entities', '10', '--clients', '11'], /--clients.*'11'.*at most --entities minus --viewers \(10\)/s],
+    [['--net', 'udp', '--entities', '10', '--viewers', '10'], /--clients.*'0'.*at most --entities minus --viewers \(0\)/s],
+    [['--net', 'udp', '--clients', '0'], /--clients.*'0'.*integer/s],
+    [['--net', 'tcp'], /--net.*'tcp'.*none, udp/s],
+  ])('bad flags %j exit with code 2 and name the flag', (args, message) => {
+    const r = sightline('herd', ...args, '--seconds', '0.1', '--json');
+    expect(r.status).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(message);
+  });
+
+  it('SIGINT ends the run early with a report, and the bot process exits', async () => {
+    const child = spawn(process.execPath, [cli, 'herd', '--scenario', 'uniform', '--entities', '1000', '--net', 'udp', '--clients', '10', '--seconds', '60', '--json'], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      const bot = await until('the bot process', () => childrenOf(child.pid!)[0]);
+      await new Promise((r) => setTimeout(r, 1500));
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+      const report = JSON.parse(stdout);
+      expect(report.loop.reason).toBe('stopped');
+      expect(report.network.connected).toBe(10);
+      expect(report.network.botPid).toBe(bot);
+      expect(alive(bot)).toBe(false);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  it.skipIf(process.platform !== 'linux')('the bot process exits when the parent is killed', async () => {
+    const child = spawn(process.execPath, [cli, 'herd', '--scenario', 'uniform', '--entities', '1000', '--net', 'udp', '--clients', '10', '--seconds', '60', '--json'], {
+      cwd: root,
+      stdio: 'ignore',
+    });
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const bot = await until('the bot process', () => childrenOf(child.pid!)[0]);
+    child.kill('SIGKILL');
+    await exited;
+    await until('the bot process to exit', () => (alive(bot) ? undefined : true), 5000);
+  });
+});
