@@ -29,6 +29,7 @@ import { HERD_SCENARIOS, createHerd, herdDefaults, type HerdScenario } from './h
 import { OVERRUN_POLICIES, run, type LoopSummary, type OverrunPolicy } from './loop.js';
 import { TARGETS, TickMetrics, type MetricsReport } from './metrics.js';
 import { NET_DEFAULT_CLIENTS, NET_EVENT_RESERVE_BYTES, NET_MAX_CLIENTS, NetHerd, type NetworkReport } from './net/herd-net.js';
+import { registerQualityCommand } from './quality.js';
 import { World } from './world.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -391,7 +392,7 @@ export function registerHerdCommand(program: Command): Command {
 // Program
 
 /** Subcommand registrations, in help order. */
-export const COMMANDS: readonly ((program: Command) => Command)[] = [registerHerdCommand];
+export const COMMANDS: readonly ((program: Command) => Command)[] = [registerHerdCommand, registerQualityCommand];
 
 /** The `sightline` program with every subcommand registered. Errors throw CommanderError (exitOverride). */
 export function createProgram(): Command {

@@ -12,3 +12,5 @@ export { createHerd, herdDefaults, HERD_SCENARIOS } from './herd.js';
 export type { Herd, HerdOptions, HerdScenario, HerdCounts } from './herd.js';
 export { TickMetrics, createPrometheusRegistry, TARGETS } from './metrics.js';
 export type { MetricsReport, MetricsOptions, PrometheusOptions, PrometheusMetrics } from './metrics.js';
+export { runQuality, formatQualityReport, QUALITY_STRATEGIES } from './quality.js';
+export type { QualityOptions, QualityReport, QualityStrategy } from './quality.js';

@@ -1,0 +1,124 @@
+// The quality harness (lib/quality.ts): report shape, same bytes for every strategy, what is
+// robustly true of the strategies on a small dense run, determinism, and the command.
+import { Command, CommanderError } from 'commander';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { QUALITY_BANDS, QUALITY_STRATEGIES, UMWELT_REFERENCE, formatQualityReport, registerQualityCommand, runQuality, type QualityReport } from '../lib/quality.js';
+
+// QUALITY_SEED=n reruns with another seed.
+const SEED = Number(process.env.QUALITY_SEED ?? 7);
+
+// 3,000 entities in a 1,024 m region: about 460 entities within a viewer's 256 m radius, far more
+// than the 98 update records of a packet, so the strategies have to choose.
+const SMALL = { entities: 3000, viewers: 20, ticks: 60, warmupTicks: 10, seed: SEED, threads: 1, config: { regionSize: 1024 } } as const;
+
+let report: QualityReport;
+
+beforeAll(async () => {
+  console.log(`quality test seed ${SEED} (set QUALITY_SEED to change)`);
+  report = await runQuality(SMALL);
+});
+
+describe('runQuality', () => {
+  it('reports every strategy over the four distance bands', () => {
+    expect(report.command).toBe('quality');
+    expect(report.entities).toBe(3000);
+    expect(report.viewers).toBe(20);
+    expect(report.measuredTicks).toBe(50);
+    expect(report.seed).toBe(SEED);
+    expect(report.bands.map((b) => b.label)).toEqual(['0–32 m', '32–64 m', '64–128 m', '128+ m']);
+    expect(report.strategies.map((s) => s.strategy)).toEqual([...QUALITY_STRATEGIES]);
+    expect(report.reference).toBe(UMWELT_REFERENCE);
+    expect(report.meanInRange).toBeGreaterThan(200);
+    for (const s of report.strategies) {
+      expect(s.bands).toHaveLength(QUALITY_BANDS.length);
+      let observations = 0;
+      for (const b of [...s.bands, s.overall]) {
+        expect(b.held).toBeLessThanOrEqual(b.observations);
+        expect(b.notHeldShare).toBeGreaterThanOrEqual(0);
+        expect(b.notHeldShare).toBeLessThanOrEqual(1);
+        for (const v of [b.meanPositionErrorM, b.p99PositionErrorM, b.meanAngularErrorMrad, b.p99AngularErrorMrad, b.meanStalenessTicks, b.p99StalenessTicks]) {
+          expect(Number.isFinite(v)).toBe(true);
+          expect(v).toBeGreaterThanOrEqual(0);
+        }
+      }
+      for (const b of s.bands) observations += b.observations;
+      expect(s.overall.observations).toBe(observations);
+      // Every strategy observes the same truth.
+      expect(s.overall.observations).toBe(report.strategies[0].overall.observations);
+      expect(s.neverUpdated).toBeLessThanOrEqual(s.inRangePairs);
+    }
+  });
+
+  it('spends the same bytes on every strategy: full packets, never over the payload', () => {
+    for (const s of report.strategies) {
+      expect(s.maxPacketBytes).toBeLessThanOrEqual(report.config.payloadBytes);
+      expect(s.meanPacketBytes).toBeGreaterThan(report.config.payloadBytes - 2 * 12 - 16);
+    }
+  });
+
+  it('the accumulator tracks the nearest band better than round-robin', () => {
+    const by = Object.fromEntries(report.strategies.map((s) => [s.strategy, s]));
+    const acc = by.accumulator.bands[0];
+    const rr = by['round-robin'].bands[0];
+    expect(acc.meanAngularErrorMrad).toBeLessThan(rr.meanAngularErrorMrad);
+    expect(acc.meanPositionErrorM).toBeLessThan(rr.meanPositionErrorM);
+  });
+
+  it('round-robin reaches every in-range entity; nearest-first leaves the far band stale', () => {
+    const by = Object.fromEntries(report.strategies.map((s) => [s.strategy, s]));
+    const rr = by['round-robin'];
+    const nf = by['nearest-first'];
+    expect(rr.neverUpdated).toBeLessThanOrEqual(by.accumulator.neverUpdated);
+    expect(rr.neverUpdated).toBeLessThanOrEqual(nf.neverUpdated);
+    // The nearest 98 of ~460 lie well inside 64 m: sent every tick, so no error there.
+    expect(nf.bands[0].meanPositionErrorM).toBe(0);
+    expect(nf.bands[3].notHeldShare).toBeGreaterThan(rr.bands[3].notHeldShare);
+  });
+
+  it('gives the same report for the same seed', async () => {
+    const again = await runQuality(SMALL);
+    expect(again.strategies).toEqual(report.strategies);
+  });
+
+  it('formats a table with the strategies side by side and the umwelt-rs figures', () => {
+    const text = formatQualityReport(report);
+    for (const s of QUALITY_STRATEGIES) expect(text).toContain(s);
+    expect(text).toContain('9.42');
+    expect(text).toContain(UMWELT_REFERENCE.source);
+  });
+
+  it('rejects invalid options', async () => {
+    await expect(runQuality({ entities: 10, viewers: 11 })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });
+    await expect(runQuality({ strategy: 'best' as never })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });
+  });
+});
+
+describe('registerQualityCommand', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  function program(): Command {
+    const p = new Command('sightline').exitOverride();
+    registerQualityCommand(p);
+    return p;
+  }
+
+  it('prints the report as JSON with --json', async () => {
+    let out = '';
+    vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      out += String(chunk);
+      return true;
+    });
+    await program().parseAsync(['node', 'sightline', 'quality', '--entities', '1500', '--viewers', '5', '--ticks', '25', '--warmup', '5', '--strategy', 'round-robin', '--seed', String(SEED), '--threads', '1', '--json']);
+    const r = JSON.parse(out) as QualityReport;
+    expect(r.strategies.map((s) => s.strategy)).toEqual(['round-robin']);
+    expect(r.ticks).toBe(25);
+    expect(r.seed).toBe(SEED);
+  });
+
+  it('refuses an unknown strategy', async () => {
+    const p = program();
+    p.configureOutput({ writeErr: () => {} });
+    p.commands[0].configureOutput({ writeErr: () => {} });
+    await expect(p.parseAsync(['node', 'sightline', 'quality', '--strategy', 'best'])).rejects.toBeInstanceOf(CommanderError);
+  });
+});
