@@ -164,19 +164,21 @@ describe('gather', () => {
       expect(g.ids.length).toBeGreaterThanOrEqual(256);
       expect(g.ids.length).toBeLessThan(all.size);
       for (const id of g.ids) expect(all.has(id)).toBe(true);
-      // Cells are visited in ring order: the Chebyshev ring of each candidate's cell never decreases
-      // by more than the ring order allows (distance rank non-decreasing).
+      // Cells are visited nearest first: the distance from the center of the viewer's sub-cell to
+      // each candidate's cell rectangle never decreases along the candidates.
       const cell = (raw: number) => Math.floor(raw / c.cellRaw);
       const vcx = cell(vx);
       const vcy = cell(vy);
+      const sub = c.cellRaw / c.subGridDivisions;
+      const px = vcx * c.cellRaw + (Math.floor((vx - vcx * c.cellRaw) / sub) + 0.5) * sub;
+      const py = vcy * c.cellRaw + (Math.floor((vy - vcy * c.cellRaw) / sub) + 0.5) * sub;
+      const gap = (p: number, lo: number) => Math.max(0, lo - p, p - (lo + c.cellRaw));
       let last = -1;
       for (const id of g.ids) {
         const s = w.slotOf(id);
-        const dx = cell(w.positions.x[s]) - vcx;
-        const dy = cell(w.positions.y[s]) - vcy;
-        const rank = dx * dx + dy * dy;
-        expect(rank).toBeGreaterThanOrEqual(last);
-        last = rank;
+        const d = gap(px, cell(w.positions.x[s]) * c.cellRaw) ** 2 + gap(py, cell(w.positions.y[s]) * c.cellRaw) ** 2;
+        expect(d).toBeGreaterThanOrEqual(last);
+        last = d;
       }
       // Everything in range in the viewer's own cell is taken (it is visited first).
       for (const id of all) {
@@ -184,6 +186,27 @@ describe('gather', () => {
         if (cell(w.positions.x[s]) === vcx && cell(w.positions.y[s]) === vcy) expect(g.ids).toContain(id);
       }
     });
+  });
+
+  it('a viewer near a cell corner takes its nearest neighbours from all four cells around the corner', () => {
+    // 60,000 entities over 4,096 m: ~58 per cell, so a walk cap of 256 covers about five cells.
+    const r = rng(21);
+    const c = WorldConfig.build();
+    const w = new World(c, { capacity: 60_000 });
+    const ids: number[] = [];
+    for (let i = 0; i < 60_000; i++) ids.push(w.spawn({ x: r() * 4096, y: r() * 4096, z: 0 }));
+    w.rebuildSnapshot();
+    for (let k = 0; k < 40; k++) {
+      // Within 3 m of a cell corner, on any side.
+      const vx = (randInt(r, 2, 30) * 128 + (r() - 0.5) * 6) * 1024;
+      const vy = (randInt(r, 2, 30) * 128 + (r() - 0.5) * 6) * 1024;
+      const g = new Set(w.gather({ x: vx / 1024, y: vy / 1024 }, { walkCap: 256 }).ids);
+      const near = [...bruteRadius(w, ids, vx, vy)].filter((id) => {
+        const s = w.slotOf(id);
+        return (w.positions.x[s] - vx) ** 2 + (w.positions.y[s] - vy) ** 2 <= (20 * 1024) ** 2;
+      });
+      for (const id of near) expect(g.has(id)).toBe(true);
+    }
   });
 
   it('8,192 entities in one cell: the count stays within walk cap + one sub-cell', () => {

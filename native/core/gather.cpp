@@ -36,12 +36,16 @@ GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t r2, u
   GatherResult r{0, 0};
   if (box.empty()) return r;
   const uint32_t S = g.S, SS = S * S;
-  const size_t rings = g.ringDx.size();
+  // The viewer's sub-cell within its own cell picks the visit order of the cells around it.
+  const int64_t ownQx = (vx - (vcx << c.cellShift)) >> c.subShift, ownQy = (vy - (vcy << c.cellShift)) >> c.subShift;
+  const size_t ringBase = size_t(ownQy * S + ownQx) * g.ringSize;
+  const int8_t* ringDx = g.ringDx.data() + ringBase;
+  const int8_t* ringDy = g.ringDy.data() + ringBase;
   uint32_t n = 0, examined = 0;
   // `out` has room for snap.count() + 1 entries: the branch-free append writes one past the end.
-  for (size_t k = 0; k < rings; ++k) {
+  for (size_t k = 0; k < g.ringSize; ++k) {
     if (n >= walkCap) break;
-    int64_t cx = vcx + g.ringDx[k], cy = vcy + g.ringDy[k];
+    int64_t cx = vcx + ringDx[k], cy = vcy + ringDy[k];
     if (!box.contains(int32_t(std::clamp<int64_t>(cx, -1, c.cellsPerAxis)),
                       int32_t(std::clamp<int64_t>(cy, -1, c.cellsPerAxis))))
       continue;

@@ -9,17 +9,30 @@ namespace sightline {
 
 Grid::Grid(const Config& c) : S(c.subGridDivisions) {
   int R = static_cast<int>(c.cellRadius);
-  struct Off { int dx, dy; };
-  std::vector<Off> offs;
-  for (int dy = -R; dy <= R; ++dy)
-    for (int dx = -R; dx <= R; ++dx) offs.push_back({dx, dy});
-  std::stable_sort(offs.begin(), offs.end(), [](const Off& a, const Off& b) {
-    int da = a.dx * a.dx + a.dy * a.dy, db = b.dx * b.dx + b.dy * b.dy;
-    if (da != db) return da < db;
-    if (a.dy != b.dy) return a.dy < b.dy;
-    return a.dx < b.dx;
-  });
-  for (const Off& o : offs) ringDx.push_back(int8_t(o.dx)), ringDy.push_back(int8_t(o.dy));
+  int s = static_cast<int>(S);
+  struct Off { int dx, dy; int64_t gap; };
+  ringSize = uint32_t((2 * R + 1) * (2 * R + 1));
+  for (int qy = 0; qy < s; ++qy)
+    for (int qx = 0; qx < s; ++qx) {
+      // In half sub-cell units: the sub-cell's center is (2q + 1), a cell spans 2S.
+      int64_t px = 2 * qx + 1, py = 2 * qy + 1;
+      std::vector<Off> offs;
+      for (int dy = -R; dy <= R; ++dy)
+        for (int dx = -R; dx <= R; ++dx) {
+          int64_t x0 = int64_t(2) * dx * s, y0 = int64_t(2) * dy * s;
+          int64_t gx = std::max<int64_t>({0, x0 - px, px - (x0 + 2 * s)});
+          int64_t gy = std::max<int64_t>({0, y0 - py, py - (y0 + 2 * s)});
+          offs.push_back({dx, dy, gx * gx + gy * gy});
+        }
+      std::stable_sort(offs.begin(), offs.end(), [](const Off& a, const Off& b) {
+        if (a.gap != b.gap) return a.gap < b.gap;
+        int da = a.dx * a.dx + a.dy * a.dy, db = b.dx * b.dx + b.dy * b.dy;
+        if (da != db) return da < db;
+        if (a.dy != b.dy) return a.dy < b.dy;
+        return a.dx < b.dx;
+      });
+      for (const Off& o : offs) ringDx.push_back(int8_t(o.dx)), ringDy.push_back(int8_t(o.dy));
+    }
 
   uint32_t n = S * S;
   subOrder.resize(size_t{n} * n);

@@ -15,11 +15,15 @@
 
 namespace sightline {
 
-// Geometry shared by every viewer: nearest-first cell ring order and sub-cell visit orders.
+// Geometry shared by every viewer: nearest-first cell visit orders and sub-cell visit orders.
 struct Grid {
   explicit Grid(const Config& c);
-  // Offsets (dx, dy) within [-R, R]^2, ordered by dx^2 + dy^2, then dy, then dx.
-  std::vector<int8_t> ringDx, ringDy;
+  // For a viewer in sub-cell (qx, qy) of its own cell, ring block q = qy * S + qx holds the
+  // (2R+1)^2 cell offsets (dx, dy) ordered by the distance from that sub-cell's center to the
+  // offset cell's rectangle, then dx^2 + dy^2, then dy, then dx. A viewer near a corner thus
+  // visits the diagonal neighbour right after the cells beside it.
+  uint32_t ringSize;
+  std::vector<int8_t> ringDx, ringDy;  // S*S blocks of ringSize
   // subOrder[(sy * S + sx) * S*S + k] = k-th nearest sub-cell index from sub-cell (sx, sy).
   std::vector<uint8_t> subOrder;
   uint32_t S;
