@@ -173,13 +173,31 @@ function u32(b: Uint8Array, i: number): number {
   return (b[i] | (b[i + 1] << 8) | (b[i + 2] << 16) | (b[i + 3] << 24)) >>> 0;
 }
 
-// Bits [offset, offset + width) of the u64 (hi · 2^32 + lo); width <= 26, offset + width <= 64.
-function field(lo: number, hi: number, offset: number, width: number): number {
-  const mask = 2 ** width - 1;
-  if (offset >= 32) return (hi >>> (offset - 32)) & mask;
-  if (offset + width <= 32) return (lo >>> offset) & mask;
-  const lowBits = 32 - offset;
-  return (lo >>> offset) + (hi & (2 ** (width - lowBits) - 1)) * 2 ** lowBits;
+// Extracts bits [offset, offset + width) of a u64 given as (hi · 2^32 + lo); width <= 26,
+// offset + width <= 64. The shifts and masks are computed once per packet layout.
+interface Field {
+  readonly lowShift: number; // offset within lo (offset < 32), else -1
+  readonly lowMask: number; // bits taken from lo, already shifted down
+  readonly highShift: number; // offset within hi (offset >= 32), or 0
+  readonly highMask: number; // bits taken from hi
+  readonly highScale: number; // 2^(bits taken from lo): where hi's bits land
+}
+
+function fieldOf(offset: number, width: number): Field {
+  if (offset >= 32) return { lowShift: -1, lowMask: 0, highShift: offset - 32, highMask: 2 ** width - 1, highScale: 1 };
+  const lowBits = Math.min(width, 32 - offset);
+  return {
+    lowShift: offset,
+    lowMask: 2 ** lowBits - 1,
+    highShift: 0,
+    highMask: 2 ** (width - lowBits) - 1,
+    highScale: 2 ** lowBits,
+  };
+}
+
+function field(lo: number, hi: number, f: Field): number {
+  if (f.lowShift < 0) return (hi >>> f.highShift) & f.highMask;
+  return ((lo >>> f.lowShift) & f.lowMask) + (hi & f.highMask) * f.highScale;
 }
 
 // Duplicate-id detection: an open-addressing set reused across calls. A slot is occupied when its
@@ -332,6 +350,9 @@ function decodeInto(bytes: Uint8Array, config: PacketLayoutConfig, out: RawPacke
   const B = config.regionShift - q;
   const Z = config.zBits - q;
   const used = 2 * B + Z;
+  const fx = fieldOf(0, B);
+  const fy = fieldOf(B, B);
+  const fz = fieldOf(2 * B, Z);
   const scale = 2 ** q;
   const regionRaw = config.regionRaw;
   const verticalRaw = config.verticalRaw;
@@ -351,9 +372,9 @@ function decodeInto(bytes: Uint8Array, config: PacketLayoutConfig, out: RawPacke
         'ERR_SIGHTLINE_PACKET_INCONSISTENT',
         `update record ${i} (entity ${id}): bits above bit ${used} of the packed position must be 0`,
       );
-    const x = field(lo, hi, 0, B) * scale;
-    const y = field(lo, hi, B, B) * scale;
-    const zOffset = field(lo, hi, 2 * B, Z) * scale;
+    const x = field(lo, hi, fx) * scale;
+    const y = field(lo, hi, fy) * scale;
+    const zOffset = field(lo, hi, fz) * scale;
     if (x >= regionRaw || y >= regionRaw)
       fail(
         'ERR_SIGHTLINE_PACKET_INCONSISTENT',
