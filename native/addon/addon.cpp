@@ -400,12 +400,11 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     Napi::Uint32Array index = slot.index.Value();
     uint32_t* ix = index.Data();
     uint32_t count = 0;
+    const uint32_t* all = w.packetIndex();
     for (size_t i = 0; i < nv; ++i) {
-      const Viewer& v = w.viewerAt(i);
-      if (v.outLength == 0) continue;
-      ix[3 * count] = v.avatarId;
-      ix[3 * count + 1] = uint32_t(v.outOffset);
-      ix[3 * count + 2] = v.outLength;
+      const uint32_t* e = all + 3 * i;
+      if (e[2] == 0) continue;
+      ix[3 * count] = e[0], ix[3 * count + 1] = e[1], ix[3 * count + 2] = e[2];
       ++count;
     }
 

@@ -193,6 +193,7 @@ void World::prepareTick() {
   }
   std::vector<uint8_t>& out = output_[tick_ & 1];
   if (out.size() < offset) out.resize(offset + offset / 4);
+  if (packetIndex_.size() < 3 * viewers_.size()) packetIndex_.resize(3 * viewers_.size() + 3 * viewers_.size() / 4);
   outputSize_ = offset;
 }
 
@@ -225,6 +226,8 @@ void World::runPass(ThreadPool& pool) {
         case ViewerStatus::AvatarGone: ++s.stats.skippedAvatarGone; break;
         case ViewerStatus::OutsideRegion: ++s.stats.skippedOutsideRegion; break;
       }
+      uint32_t* ix = packetIndex_.data() + size_t{3} * i;
+      ix[0] = v.avatarId, ix[1] = uint32_t(v.outOffset), ix[2] = v.outLength;
     }
   });
   stats_ = TickStats{};

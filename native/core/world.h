@@ -153,6 +153,8 @@ class World {
   uint8_t* output() { return output_[tick_ & 1].data(); }
   size_t outputSize() const { return outputSize_; }
   std::vector<uint8_t>& outputBuffer(unsigned which) { return output_[which & 1]; }
+  // Per viewer, in viewer order: avatar id, offset, length (0 when skipped), written by the pass.
+  const uint32_t* packetIndex() const { return packetIndex_.data(); }
   double odometerMicros = 0, snapshotMicros = 0, passMicros = 0;
 
  private:
@@ -184,6 +186,7 @@ class World {
   uint32_t phaseCounter_ = 0;
   uint32_t tick_ = 0;
   std::vector<uint8_t> output_[2];
+  std::vector<uint32_t> packetIndex_;
   size_t outputSize_ = 0;
   std::vector<std::unique_ptr<Scratch>> scratch_;
   TickStats stats_;
