@@ -4,37 +4,39 @@ import { createRequire } from 'node:module';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { WorldConfig } from './config.js';
 
 const require = createRequire(import.meta.url);
 
-/** Derived configuration as the native engine computes it (same field names as WorldConfig). */
-export interface NativeConfig {
-  regionRaw: number;
-  regionShift: number;
-  verticalRaw: number;
-  zBits: number;
-  viewRadiusRaw: number;
-  cellRaw: number;
-  cellShift: number;
-  cellsPerAxis: number;
-  cellCount: number;
-  cellRadius: number;
-  maxMovePerTickRaw: number;
-  payloadBytes: number;
-  eventReserveBytes: number;
-  slotsPerPacket: number;
-  walkCap: number;
-  ghostCap: number;
-  ghostTableCapacity: number;
-  graceTicks: number;
-  denseCellThreshold: number;
-  subGridDivisions: number;
-  subShift: number;
-  newDrift: number;
-  quantShift: number;
-  protocolHash: number;
-  bandWeights: number[];
-}
+/** Derived configuration as the native engine computes it: the same fields as WorldConfig's. */
+export type NativeConfig = Pick<
+  WorldConfig,
+  | 'regionRaw'
+  | 'regionShift'
+  | 'verticalRaw'
+  | 'zBits'
+  | 'viewRadiusRaw'
+  | 'cellRaw'
+  | 'cellShift'
+  | 'cellsPerAxis'
+  | 'cellCount'
+  | 'cellRadius'
+  | 'maxMovePerTickRaw'
+  | 'payloadBytes'
+  | 'eventReserveBytes'
+  | 'slotsPerPacket'
+  | 'walkCap'
+  | 'ghostCap'
+  | 'ghostTableCapacity'
+  | 'graceTicks'
+  | 'denseCellThreshold'
+  | 'subGridDivisions'
+  | 'subShift'
+  | 'newDrift'
+  | 'quantShift'
+  | 'protocolHash'
+  | 'bandWeights'
+>;
 
 /** Counters of one tick, summed over viewers, plus the once-per-tick phases' timings. */
 export interface NativeTickStats {

@@ -1,4 +1,6 @@
 // Helpers shared by the `sightline` subcommands: exit codes, option parsers, report formatting.
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { InvalidArgumentError } from 'commander';
 import { SightlineError } from './errors.js';
 
@@ -78,4 +80,15 @@ export function renderTable(rows: readonly Row[]): string {
       return line.trimEnd();
     })
     .join('\n');
+}
+
+/** Whether the module at `moduleUrl` (its import.meta.url) is the script node was started with. */
+export function isEntryPoint(moduleUrl: string): boolean {
+  const entry = process.argv[1];
+  if (!entry) return false;
+  try {
+    return realpathSync(entry) === realpathSync(fileURLToPath(moduleUrl));
+  } catch {
+    return false;
+  }
 }

@@ -7,12 +7,11 @@
 //                  [--json] [--no-progress]
 //
 // Exit codes: 0 success, 1 runtime failure, 2 bad usage (unknown flag, invalid value).
-import { realpathSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import cliProgress from 'cli-progress';
 import { Command, CommanderError, Option } from 'commander';
 import { WorldConfig } from './config.js';
 import {
+  isEntryPoint,
   ERR_INVALID_FLAG,
   EXIT_FAILURE,
   EXIT_USAGE,
@@ -429,17 +428,7 @@ export async function main(argv: readonly string[] = process.argv): Promise<numb
   }
 }
 
-function isEntryPoint(): boolean {
-  const entry = process.argv[1];
-  if (!entry) return false;
-  try {
-    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (isEntryPoint()) {
+if (isEntryPoint(import.meta.url)) {
   main().then(
     (code) => {
       process.exitCode = code;

@@ -2,6 +2,7 @@
 // every tick by writing world.positions. The same seed gives the same positions on every run.
 import { SightlineError, describe } from './errors.js';
 import { RAW_PER_METER } from './fixed.js';
+import { mulberry32 } from './random.js';
 import type { ViewerOptions, World } from './world.js';
 
 /**
@@ -98,20 +99,7 @@ export interface Herd {
   step(tick?: number): void;
 }
 
-/**
- * Mulberry32: a 32-bit seeded PRNG. Returns a function giving floats in [0, 1); the same seed
- * gives the same sequence.
- */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32 } from './random.js';
 
 function invalid(message: string): never {
   throw new SightlineError('ERR_SIGHTLINE_INVALID_HERD_OPTION', message);

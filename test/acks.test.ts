@@ -1,6 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { World, WorldConfig, createRawPacket, decodePacketRaw } from '../lib/index.js';
 import { randInt, rng, serverGhosts, wireZ, withSeed } from './helpers/model.js';
+import { ackOf } from './helpers/model.js';
 
 /** A client over a lossy link: keeps what it received (tolerating loss) and acknowledges. */
 class AckingClient {
@@ -21,9 +22,7 @@ class AckingClient {
     if (this.newest < 0 || ((p.sequence - this.newest) & 0xffff) < 0x8000) this.newest = p.sequence;
   }
   ack(): [number, number] {
-    let bits = 0;
-    for (let i = 0; i < 32; i++) if (this.received.has((this.newest - 1 - i) & 0xffff)) bits |= 1 << i;
-    return [this.newest, bits >>> 0];
+    return ackOf(this.received, this.newest);
   }
 }
 

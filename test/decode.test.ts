@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, it, expect } from 'vitest';
+import { mulberry32 as rng } from '../lib/random.js';
 
 import { WorldConfig } from '../lib/config.js';
 import { createRawPacket, decodePacket, decodePacketRaw } from '../lib/decode.js';
@@ -132,17 +133,6 @@ function expectedRaw(c: Layout, u: Update): Update {
   };
 }
 
-// mulberry32
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // ---------------------------------------------------------------------------------------------
 

@@ -1,8 +1,7 @@
 // The bot process of `sightline herd --net udp`: UdpClients on loopback, driven by the parent over
 // the node:child_process IPC channel (messages in bot-messages.ts). It exits when the parent says
 // stop, when the IPC channel closes (the parent ended), or once the start message's lifetime is up.
-import { realpathSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { isEntryPoint } from '../cli-util.js';
 import { SightlineError } from '../errors.js';
 import {
   MAX_BOT_CLIENTS,
@@ -260,17 +259,7 @@ function serve(): void {
   });
 }
 
-function isEntryPoint(): boolean {
-  const entry = process.argv[1];
-  if (!entry) return false;
-  try {
-    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (isEntryPoint()) {
+if (isEntryPoint(import.meta.url)) {
   if (typeof process.send === 'function') {
     serve();
   } else {

@@ -3,6 +3,7 @@
 // Browser-safe: imports nothing from Node.
 
 import { SightlineError, describe } from '../errors.js';
+import { mulberry32 } from '../random.js';
 import type { EntityId } from '../world.js';
 import type { ClientWorld } from './client-world.js';
 import {
@@ -17,20 +18,7 @@ import {
   type TransportListener,
 } from './transport.js';
 
-/**
- * mulberry32: a small seeded PRNG. Returns a function yielding floats in [0, 1); the same seed
- * gives the same sequence.
- */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32 } from '../random.js';
 
 /** How the link mistreats datagrams. Probabilities are per datagram, in [0, 1]. */
 export interface LinkConditions {

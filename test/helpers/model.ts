@@ -2,19 +2,11 @@
 // twins of the engine's spatial structures.
 import { decodePacketRaw, createRawPacket, type RawPacket } from '../../lib/decode.js';
 import type { WorldConfig } from '../../lib/config.js';
+import { mulberry32 } from '../../lib/random.js';
 import type { World, TickResult } from '../../lib/world.js';
 
 /** mulberry32: a small seeded PRNG returning floats in [0, 1). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export const rng = mulberry32;
 
 export function randInt(r: () => number, lo: number, hiExclusive: number): number {
   return lo + Math.floor(r() * (hiExclusive - lo));
@@ -102,4 +94,11 @@ export function bruteRadius(world: World, ids: number[], x: number, y: number, e
 export function wireZ(config: WorldConfig, z: number): number {
   const half = config.verticalRaw >> 1;
   return Math.min(Math.max(z, -half), config.verticalRaw - 1 - half);
+}
+
+/** A client's acknowledgement: the newest sequence received and a bit per each of the 32 before it. */
+export function ackOf(received: Set<number>, newest: number): [number, number] {
+  let bits = 0;
+  for (let i = 0; i < 32; i++) if (received.has((newest - 1 - i) & 0xffff)) bits |= 1 << i;
+  return [newest, bits >>> 0];
 }

@@ -1,0 +1,16 @@
+// The seeded PRNG used by the load game, the lossy link and the tests. Browser-safe.
+
+/**
+ * mulberry32: a 32-bit seeded PRNG (Tommy Ettinger's construction). Returns a function yielding
+ * floats in [0, 1); the same seed gives the same sequence on every platform.
+ */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
