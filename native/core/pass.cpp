@@ -31,7 +31,7 @@ inline uint32_t logBucket(uint64_t v) {
 // and only the threshold bucket is ordered exactly, by (key, order). (key, order) is a strict total
 // order, so the chosen set does not depend on the thread count.
 template <typename T, typename Key, typename Bucket>
-void keepSmallest(T* a, uint32_t n, uint32_t take, T* ties, uint16_t* buckets, Key key, Bucket bucket) {
+void keepSmallest(T* a, uint32_t n, uint32_t take, T* out, uint16_t* buckets, uint32_t* idx, Key key, Bucket bucket) {
   uint32_t hist[kBuckets] = {};
   for (uint32_t i = 0; i < n; ++i) {
     uint32_t b = bucket(a[i]);
@@ -40,19 +40,26 @@ void keepSmallest(T* a, uint32_t n, uint32_t take, T* ties, uint16_t* buckets, K
   }
   uint32_t B = 0, cum = 0;
   while (cum + hist[B] < take) cum += hist[B++];
+  // Branch-free split into indices: below the threshold bucket from the front of idx, ties at it
+  // from the back.
   uint32_t below = 0, t = 0;
+  uint32_t* tie = idx + n;
   for (uint32_t i = 0; i < n; ++i) {
     uint32_t b = buckets[i];
-    if (b < B) a[below++] = a[i];
-    else if (b == B) ties[t++] = a[i];
+    idx[below] = i;
+    below += b < B;
+    tie[t] = i;
+    t += b == B;
   }
   uint32_t need = take - below;
   if (t > need)
-    std::nth_element(ties, ties + need, ties + t, [&](const T& x, const T& y) {
-      uint64_t kx = key(x), ky = key(y);
-      return kx != ky ? kx < ky : x.order < y.order;
+    std::nth_element(tie, tie + need, tie + t, [&](uint32_t x, uint32_t y) {
+      uint64_t kx = key(a[x]), ky = key(a[y]);
+      return kx != ky ? kx < ky : a[x].order < a[y].order;
     });
-  std::memcpy(a + below, ties, sizeof(T) * need);
+  for (uint32_t k = 0; k < below; ++k) out[k] = a[idx[k]];
+  for (uint32_t k = 0; k < need; ++k) out[below + k] = a[tie[k]];
+  std::memcpy(a, out, sizeof(T) * take);
 }
 
 }  // namespace
@@ -88,7 +95,7 @@ void World::serve(Viewer& v, Scratch& s) {
   uint32_t n = g.count;
   if (n > c.ghostCap) {
     keepSmallest(
-        cand, n, c.ghostCap, s.candTies.data(), s.buckets.data(), [](const Candidate& k) { return k.d2; },
+        cand, n, c.ghostCap, s.candTies.data(), s.buckets.data(), s.indices.data(), [](const Candidate& k) { return k.d2; },
         [](const Candidate& k) { return logBucket(k.d2); });
     n = c.ghostCap;
   }
@@ -197,7 +204,7 @@ void World::serve(Viewer& v, Scratch& s) {
     take = std::min(m, slots);
     if (m > slots && take > 0)
       keepSmallest(
-          sc, m, take, s.ties.data(), s.buckets.data(), [](const World::Scored& r) { return ~r.score; },
+          sc, m, take, s.ties.data(), s.buckets.data(), s.indices.data(), [](const World::Scored& r) { return ~r.score; },
           [](const World::Scored& r) { return kBuckets - 1 - logBucket(r.score); });
   } else {
     std::sort(sc, sc + m, [](const World::Scored& a, const World::Scored& b) {

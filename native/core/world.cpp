@@ -204,7 +204,7 @@ void World::runPass(ThreadPool& pool) {
     size_t n = snapshot_.count() + 1;
     if (s->candidates.size() < n) {
       n += n / 4;
-      s->candidates.resize(n), s->candTies.resize(n), s->buckets.resize(n);
+      s->candidates.resize(n), s->candTies.resize(n), s->buckets.resize(n), s->indices.resize(2 * n);
     }
     if (s->scored.size() < config_.ghostCap) {
       s->scored.resize(config_.ghostCap), s->ties.resize(config_.ghostCap);

@@ -166,6 +166,7 @@ class World {
     std::vector<Candidate> candidates;
     std::vector<Candidate> candTies;
     std::vector<uint16_t> buckets;
+    std::vector<uint32_t> indices;  // 2 per candidate
     std::vector<Scored> scored;
     std::vector<Scored> ties;
     std::vector<uint64_t> seen;      // bit per ghost entry: eligible this pass
