@@ -172,5 +172,21 @@ describe('acknowledgements drive the accumulator', () => {
     expect(() => w.acknowledge(b, 1, -1)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
     expect(w.ackStats(b)).toEqual({ acked: 0, lost: 0, assumed: 0, probablyLost: 0 });
     expect(w.ackStats(a)).toBeNull();
+    // Nothing sent yet: every acknowledgement names a packet that does not exist.
+    expect(() => w.acknowledge(b, 0, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
+  });
+
+  it('an acknowledgement of a packet never sent is refused and changes nothing', async () => {
+    const c = WorldConfig.build();
+    const w = new World(c, { capacity: 8, threads: 1, recordGhostPositions: true });
+    const v = w.spawn({ x: 100, y: 100, z: 0 });
+    const e = w.spawn({ x: 110, y: 100, z: 0 });
+    w.addViewer(v, { acks: true });
+    for (let t = 0; t < 3; t++) await w.tick(); // sequences 0, 1, 2
+    expect(() => w.acknowledge(v, 100, 0xffffffff)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
+    expect(w.ackStats(v)).toEqual({ acked: 0, lost: 0, assumed: 0, probablyLost: 0 });
+    expect(Array.from(w.ghosts(v).ids)).toEqual([e]);
+    w.acknowledge(v, 2, 0b11);
+    expect(w.ackStats(v)!.acked).toBe(3);
   });
 });

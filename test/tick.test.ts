@@ -53,6 +53,7 @@ describe('async tick', () => {
     w.removeViewer(ids[0]);
     w.despawn(ids[1]);
     expect(w.hasViewer(ids[0])).toBe(false);
+    expect(w.viewerCount).toBe(3000 - 1);
     expect(() => w.removeViewer(ids[0])).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_VIEWER' }));
     const spare = w.spawn({ x: 10, y: 10, z: 0 });
     w.addViewer(spare);

@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <condition_variable>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "config.h"
@@ -31,15 +34,19 @@ struct AddonData {
   std::mutex m;
   std::condition_variable idle;
   int inFlight = 0;
-  std::map<unsigned, std::unique_ptr<ThreadPool>> pools;
-  Napi::FunctionReference worldCtor;
+  // One pool per thread count, shared by the worlds that use it and freed with the last of them.
+  std::map<unsigned, std::weak_ptr<ThreadPool>> pools;
 
-  ThreadPool& pool(unsigned threads) {
+  std::shared_ptr<ThreadPool> pool(unsigned threads) {
     unsigned n = resolveThreadCount(threads, std::thread::hardware_concurrency());
     std::lock_guard<std::mutex> lock(m);
-    auto& p = pools[n];
-    if (!p) p = std::make_unique<ThreadPool>(n);
-    return *p;
+    for (auto it = pools.begin(); it != pools.end();) it = it->second.expired() ? pools.erase(it) : std::next(it);
+    std::shared_ptr<ThreadPool> p = pools[n].lock();
+    if (!p) {
+      p = std::make_shared<ThreadPool>(n);
+      pools[n] = p;
+    }
+    return p;
   }
   void begin() {
     std::lock_guard<std::mutex> lock(m);
@@ -55,7 +62,9 @@ struct AddonData {
     self->idle.wait(lock, [&] { return self->inFlight == 0; });
     auto pools = std::move(self->pools);
     lock.unlock();
-    pools.clear();  // joins the workers
+    // Join the workers now; the worlds still holding a pool are finalized later in the teardown.
+    for (auto& [n, weak] : pools)
+      if (auto p = weak.lock()) p->shutdown();
   }
 };
 
@@ -63,6 +72,33 @@ Napi::Error codedError(Napi::Env env, const std::string& code, const std::string
   Napi::Error e = Napi::Error::New(env, message);
   e.Set("code", Napi::String::New(env, code));
   return e;
+}
+
+// A received number as JavaScript would print it: 1200, 1200.5, -1, NaN, Infinity.
+std::string num(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  // Shortest form that reads back the same.
+  for (int p = 1; p <= 17; ++p) {
+    char t[40];
+    std::snprintf(t, sizeof t, "%.*g", p, v);
+    if (std::strtod(t, nullptr) == v) return t;
+  }
+  return buf;
+}
+
+// What a non-number argument was, for messages.
+std::string kindOf(const Napi::Value& v) {
+  if (v.IsUndefined()) return "undefined";
+  if (v.IsNull()) return "null";
+  if (v.IsString()) return "a string";
+  if (v.IsBoolean()) return "a boolean";
+  if (v.IsArray()) return "an array";
+  if (v.IsFunction()) return "a function";
+  if (v.IsObject()) return "an object";
+  return "a non-number";
 }
 
 [[noreturn]] void rethrow(Napi::Env env, const CoreError& e) { throw codedError(env, e.code(), e.what()); }
@@ -80,7 +116,9 @@ auto guarded(Napi::Env env, F&& f) -> decltype(f()) {
 
 double numberArg(const Napi::CallbackInfo& info, size_t i, const char* name) {
   if (info.Length() <= i || !info[i].IsNumber())
-    throw codedError(info.Env(), "ERR_SIGHTLINE_INVALID_ARGUMENT", std::string(name) + " must be a number");
+    throw codedError(info.Env(), "ERR_SIGHTLINE_INVALID_ARGUMENT",
+                     std::string(name) + " must be a number, received " +
+                         (info.Length() <= i ? std::string("nothing") : kindOf(info[i])));
   return info[i].As<Napi::Number>().DoubleValue();
 }
 
@@ -88,7 +126,7 @@ uint32_t idArg(const Napi::CallbackInfo& info, size_t i) {
   double v = numberArg(info, i, "entity id");
   if (!(v >= 0 && v <= 4294967295.0) || v != static_cast<double>(static_cast<uint32_t>(v)))
     throw codedError(info.Env(), "ERR_SIGHTLINE_INVALID_ENTITY",
-                     "entity id must be an integer between 0 and 4294967295, received " + std::to_string(v));
+                     "entity id must be an integer between 0 and 4294967295, received " + num(v));
   return static_cast<uint32_t>(v);
 }
 
@@ -97,7 +135,7 @@ int32_t rawArg(const Napi::CallbackInfo& info, size_t i, const char* name) {
   if (!(v >= -2147483648.0 && v <= 2147483647.0) || v != static_cast<double>(static_cast<int64_t>(v)))
     throw codedError(info.Env(), "ERR_SIGHTLINE_INVALID_POSITION",
                      std::string(name) + " must be an integer raw coordinate within Int32, received " +
-                         std::to_string(v));
+                         num(v));
   return static_cast<int32_t>(v);
 }
 
@@ -229,12 +267,16 @@ Napi::Value SubscriptionDiff(const Napi::CallbackInfo& info) {
   return o;
 }
 
-// An ArrayBuffer over native memory: external where the runtime allows it, else nullptr (the caller
-// falls back to a V8-allocated buffer).
-Napi::Value externalBuffer(Napi::Env env, void* data, size_t bytes) {
+// An ArrayBuffer over native memory: external where the runtime allows it, else empty (the caller
+// falls back to a V8-allocated buffer). The buffer holds `owner` until it is collected, so the
+// memory outlives the World while JavaScript can still reach it.
+Napi::Value externalBuffer(Napi::Env env, void* data, size_t bytes, const std::shared_ptr<void>& owner) {
   napi_value ab;
-  napi_status st = napi_create_external_arraybuffer(env, data, bytes, [](napi_env, void*, void*) {}, nullptr, &ab);
+  auto* hint = new std::shared_ptr<void>(owner);
+  napi_status st = napi_create_external_arraybuffer(
+      env, data, bytes, [](napi_env, void*, void* h) { delete static_cast<std::shared_ptr<void>*>(h); }, hint, &ab);
   if (st != napi_ok) {
+    delete hint;
     const napi_extended_error_info* info = nullptr;
     napi_get_last_error_info(env, &info);
     bool pending = false;
@@ -253,19 +295,20 @@ class NativeWorld;
 // ---------------------------------------------------------------------------------------------
 class PassWorker : public Napi::AsyncWorker {
  public:
-  PassWorker(Napi::Env env, NativeWorld* owner, Napi::Object self, World& world, ThreadPool& pool, AddonData* data)
+  PassWorker(Napi::Env env, NativeWorld* owner, Napi::Object self, World& world, std::shared_ptr<ThreadPool> pool,
+             AddonData* data)
       : Napi::AsyncWorker(env, "sightline.pass"),
         deferred_(Napi::Promise::Deferred::New(env)),
         owner_(owner),
         world_(world),
-        pool_(pool),
+        pool_(std::move(pool)),
         data_(data) {
     self_ = Napi::Persistent(self);
   }
   Napi::Promise promise() { return deferred_.Promise(); }
   void Execute() override {
     try {
-      world_.runPass(pool_);
+      world_.runPass(*pool_);
     } catch (const CoreError& e) {
       code_ = e.code();
       SetError(e.what());
@@ -284,7 +327,7 @@ class PassWorker : public Napi::AsyncWorker {
   Napi::ObjectReference self_;
   NativeWorld* owner_;
   World& world_;
-  ThreadPool& pool_;
+  std::shared_ptr<ThreadPool> pool_;
   AddonData* data_;
   std::string code_;
 };
@@ -330,17 +373,22 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     if (!(capacity >= 1 && capacity <= kMaxCapacity) || capacity != double(uint32_t(capacity)))
       throw codedError(env, "ERR_SIGHTLINE_INVALID_CAPACITY",
                        "capacity must be an integer between 1 and " + std::to_string(kMaxCapacity) +
-                           ", received " + std::to_string(capacity));
+                           ", received " + num(capacity));
     if (!(threads >= 0 && threads <= 256) || threads != double(uint32_t(threads)))
       throw codedError(env, "ERR_SIGHTLINE_INVALID_THREADS",
-                       "threads must be an integer between 0 (all cores) and 256, received " + std::to_string(threads));
+                       "threads must be an integer between 0 (all cores) and 256, received " + num(threads));
     threads_ = uint32_t(threads);
     guarded(env, [&] {
       Config c = buildConfig(in);
       world_ = std::make_unique<World>(c, uint32_t(capacity), recordGhostPositions);
       return 0;
     });
-    pool_ = &data_->pool(threads_);
+    try {
+      pool_ = data_->pool(threads_);
+    } catch (const std::system_error& e) {
+      throw codedError(env, "ERR_SIGHTLINE_THREADS_UNAVAILABLE",
+                       "could not start " + std::to_string(threads_) + " pass threads: " + e.what());
+    }
 
     // Entity positions: external ArrayBuffers over engine memory, or V8 buffers the engine adopts.
     EntityStore& st = world_->entities();
@@ -348,8 +396,9 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     Napi::Object pos = Napi::Object::New(env);
     Napi::Value ax, ay, az;
     if (tryExternal) {
-      ax = externalBuffer(env, st.x(), bytes);
-      if (!ax.IsEmpty()) ay = externalBuffer(env, st.y(), bytes), az = externalBuffer(env, st.z(), bytes);
+      std::shared_ptr<void> owner = st.memoryOwner();
+      ax = externalBuffer(env, st.x(), bytes, owner);
+      if (!ax.IsEmpty()) ay = externalBuffer(env, st.y(), bytes, owner), az = externalBuffer(env, st.z(), bytes, owner);
     }
     external_ = !ax.IsEmpty() && !ay.IsEmpty() && !az.IsEmpty();
     if (!external_) {
@@ -371,26 +420,26 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     running_ = false;
     World& w = *world_;
     unsigned which = w.tick() & 1;
-    std::vector<uint8_t>& out = w.outputBuffer(which);
+    const std::shared_ptr<OutputBlock>& out = w.outputBuffer(which);
     Slot& slot = out_[which];
     size_t size = w.outputSize();
-    // The JavaScript view of this tick's output buffer; re-created only when the memory moved.
-    if (slot.buffer.IsEmpty() || slot.data != out.data() || slot.size < size) {
+    // The JavaScript view of this tick's output buffer; re-created only when the block changed.
+    if (slot.buffer.IsEmpty() || slot.data != out->data.get() || slot.size < size) {
       Napi::Value ab;
-      if (external_) ab = externalBuffer(env, out.data(), out.size());
+      if (external_) ab = externalBuffer(env, out->data.get(), out->size, out);
       if (ab.IsEmpty()) {
-        Napi::ArrayBuffer v8 = Napi::ArrayBuffer::New(env, out.size());
+        Napi::ArrayBuffer v8 = Napi::ArrayBuffer::New(env, out->size);
         ab = v8;
         slot.copy = true;
       } else {
         slot.copy = false;
       }
       slot.buffer = Napi::Persistent(ab.As<Napi::ArrayBuffer>());
-      slot.data = out.data();
-      slot.size = out.size();
+      slot.data = out->data.get();
+      slot.size = out->size;
     }
     Napi::ArrayBuffer ab = slot.buffer.Value();
-    if (slot.copy) std::memcpy(ab.Data(), out.data(), size);
+    if (slot.copy) std::memcpy(ab.Data(), out->data.get(), size);
 
     size_t nv = w.viewerCount();
     if (slot.index.IsEmpty() || slot.indexCap < nv * 3) {
@@ -481,6 +530,13 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     }
   }
 
+  // Whether viewer `id` (one once the pending changes are applied) acknowledges packets.
+  bool effectiveAcks(uint32_t id) const {
+    for (auto it = pending_.rbegin(); it != pending_.rend(); ++it)
+      if (it->id == id && it->kind == PendingOp::Add) return it->opts.acks;
+    return world_->hasViewer(id) && world_->viewer(id).ackLog != nullptr;
+  }
+
   // Whether `id` is a viewer once the pending changes are applied.
   bool effectiveHasViewer(uint32_t id) const {
     bool has = world_->hasViewer(id);
@@ -523,10 +579,10 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     if (!(payload >= minPayload && payload <= kMaxPayloadBytes) || payload != double(uint32_t(payload)))
       throw codedError(env, "ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
                        "payloadBytes must be an integer between " + std::to_string(minPayload) + " and " +
-                           std::to_string(kMaxPayloadBytes) + ", received " + std::to_string(payload));
+                           std::to_string(kMaxPayloadBytes) + ", received " + num(payload));
     if (!(period >= 1 && period <= 65535) || period != double(uint32_t(period)))
       throw codedError(env, "ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
-                       "sendPeriod must be an integer between 1 and 65535 ticks, received " + std::to_string(period));
+                       "sendPeriod must be an integer between 1 and 65535 ticks, received " + num(period));
     bool acks = info.Length() > 3 && info[3].IsBoolean() && info[3].As<Napi::Boolean>().Value();
     ViewerOptions opts{uint32_t(payload), uint32_t(period), acks};
     if (!running_) {
@@ -561,13 +617,16 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
         bits != double(uint32_t(bits)))
       throw codedError(env, "ERR_SIGHTLINE_INVALID_ACK",
                        "ack must be an integer 0..65535 and ackBits an integer 0..4294967295, received " +
-                           std::to_string(ack) + " and " + std::to_string(bits));
+                           num(ack) + " and " + num(bits));
     if (!running_) {
       guarded(env, [&] { world_->acknowledge(id, uint16_t(ack), uint32_t(bits)); return 0; });
       return env.Undefined();
     }
     if (!effectiveHasViewer(id))
       throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(id) + " is not a viewer");
+    if (!effectiveAcks(id))
+      throw codedError(env, "ERR_SIGHTLINE_ACKS_DISABLED",
+                       "viewer " + std::to_string(id) + " was added without { acks: true }; its packets are not logged");
     pending_.push_back(PendingOp{PendingOp::Ack, id, {}, uint16_t(ack), uint32_t(bits)});
     return env.Undefined();
   }
@@ -634,8 +693,11 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     uint32_t id = idArg(info, 0);
     return Napi::Boolean::New(info.Env(), effectiveHasViewer(id));
   }
+  // Viewers once the pending changes are applied (each pending change was validated when asked for).
   Napi::Value ViewerCount(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), double(world_->viewerCount()));
+    double n = double(world_->viewerCount());
+    for (const PendingOp& op : pending_) n += op.kind == PendingOp::Add ? 1 : op.kind == PendingOp::Remove ? -1 : 0;
+    return Napi::Number::New(info.Env(), n);
   }
 
   Napi::Value Tick(const Napi::CallbackInfo& info) {
@@ -646,7 +708,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     guarded(env, [&] { world_->prepareTick(); return 0; });
     running_ = true;
     data_->begin();
-    auto* worker = new PassWorker(env, this, Value(), *world_, *pool_, data_);
+    auto* worker = new PassWorker(env, this, Value(), *world_, pool_, data_);
     Napi::Promise p = worker->promise();
     worker->Queue();
     return p;
@@ -738,7 +800,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
 
   std::unique_ptr<World> world_;
   AddonData* data_ = nullptr;
-  ThreadPool* pool_ = nullptr;
+  std::shared_ptr<ThreadPool> pool_;
   unsigned threads_ = 0;
   bool external_ = false;
   bool running_ = false;

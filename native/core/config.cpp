@@ -159,6 +159,11 @@ Config buildConfig(const ConfigInput& in) {
 
   c.payloadBytes = requireInteger("payloadBytes", in.payloadBytes, 1, kMaxPayloadBytes);
   c.eventReserveBytes = requireInteger("eventReserveBytes", in.eventReserveBytes, 0, kMaxPayloadBytes);
+  // An events section (3 bytes) with one event (2-byte length, at least 1 byte) needs 6.
+  if (c.eventReserveBytes > 0 && c.eventReserveBytes < 6)
+    throw CoreError("ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE",
+                    "eventReserveBytes must be 0 or at least 6 (a 3-byte events section and one event of 2 + 1 bytes), received " +
+                        num(c.eventReserveBytes));
   if (static_cast<uint64_t>(c.payloadBytes) < uint64_t{kHeaderBytes} + c.eventReserveBytes + kRecordBytes)
     throw CoreError("ERR_SIGHTLINE_CONFIG_PAYLOAD_TOO_SMALL",
                     "payloadBytes must hold the " + num(kHeaderBytes) + "-byte header, the event reserve (" +

@@ -9,7 +9,7 @@ namespace sightline {
 
 EntityStore::EntityStore(uint32_t capacity)
     : capacity_(capacity),
-      owned_(new int32_t[size_t{3} * capacity]()),
+      owned_(std::make_shared<int32_t[]>(size_t{3} * capacity)),
       x_(owned_.get()),
       y_(owned_.get() + capacity),
       z_(owned_.get() + size_t{2} * capacity),

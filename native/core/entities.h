@@ -25,6 +25,9 @@ class EntityStore {
   // Positions default to engine-owned memory. useMemory() points them at memory owned elsewhere
   // (the addon's fallback when the runtime refuses external ArrayBuffers); the caller keeps it alive.
   void useMemory(int32_t* x, int32_t* y, int32_t* z);
+  // Keeps the engine-owned position memory alive (null after useMemory): a view over it holds
+  // one, so it stays valid after the store is gone.
+  std::shared_ptr<void> memoryOwner() const { return owned_; }
 
   uint32_t capacity() const { return capacity_; }
   uint32_t liveCount() const { return liveCount_; }
@@ -54,7 +57,7 @@ class EntityStore {
 
  private:
   uint32_t capacity_;
-  std::unique_ptr<int32_t[]> owned_;
+  std::shared_ptr<int32_t[]> owned_;  // shared with views over it (see memoryOwner)
   int32_t* x_;
   int32_t* y_;
   int32_t* z_;

@@ -42,6 +42,14 @@ GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t r2, u
   const int8_t* ringDx = g.ringDx.data() + ringBase;
   const int8_t* ringDy = g.ringDy.data() + ringBase;
   uint32_t n = 0, examined = 0;
+  // One cell or sub-cell is scanned for at most 2 x walkCap - n entities (snapshot order): a crowd
+  // packed onto one spot, finer than the sub-grid, costs no more than that. Uncapped walks scan all.
+  const bool capped = walkCap < (1u << 30);
+  auto scan = [&](uint32_t b, uint32_t e) {
+    if (capped && e - b > 2 * walkCap - n) e = b + (2 * walkCap - n);
+    n = scanRange(snap, b, e, vx, vy, r2, exclude, out, n);
+    examined += e - b;
+  };
   // `out` has room for snap.count() + 1 entries: the branch-free append writes one past the end.
   for (size_t k = 0; k < g.ringSize; ++k) {
     if (n >= walkCap) break;
@@ -54,8 +62,7 @@ GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t r2, u
     if (b == e) continue;
     int32_t di = snap.denseIndex[cell];
     if (di < 0) {
-      n = scanRange(snap, b, e, vx, vy, r2, exclude, out, n);
-      examined += e - b;
+      scan(b, e);
       continue;
     }
     // Dense cell: visit sub-cells nearest first from the viewer's (clamped) sub-cell.
@@ -67,9 +74,7 @@ GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t r2, u
     for (uint32_t j = 0; j < SS; ++j) {
       if (n >= walkCap) break;
       uint32_t sc = order[j];
-      uint32_t sb = ss[sc], se = ss[sc + 1];
-      n = scanRange(snap, sb, se, vx, vy, r2, exclude, out, n);
-      examined += se - sb;
+      scan(ss[sc], ss[sc + 1]);
     }
   }
   r.count = n;

@@ -2,7 +2,10 @@
 // nearest first in dense cells), keep entities within the horizontal view radius (2D squared
 // distance, inclusive), and stop once the candidate count reaches the walk cap. The cap is checked
 // at cell and sub-cell boundaries, so the result may overshoot by one cell's or one sub-cell's
-// occupants; within a visited cell every entity in range is kept.
+// occupants; within a visited cell every entity in range is kept. One exception bounds the cost of
+// a crowd packed finer than the sub-grid (everyone on one spot): a single cell or sub-cell is
+// scanned for at most 2 x walkCap - (candidates so far) entities, in snapshot order, so a capped
+// walk never holds more than 2 x walkCap candidates.
 #pragma once
 #include <cstdint>
 

@@ -135,7 +135,7 @@ void World::serve(Viewer& v, Scratch& s) {
 
   // Despawn records first (queued by the previous pass's evictions), at most half the state bytes.
   // Entries are removed after bookkeeping, so the entry indices held above stay valid.
-  uint8_t* out = output_[tick_ & 1].data() + v.outOffset;
+  uint8_t* out = output_[tick_ & 1]->data.get() + v.outOffset;
   uint8_t* p = out + kHeaderBytes;
 
   // Events: the oldest unacknowledged ones that fit the event reserve, every packet until acknowledged.

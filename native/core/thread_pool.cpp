@@ -11,16 +11,26 @@ unsigned resolveThreadCount(unsigned requested, unsigned detected) {
 
 ThreadPool::ThreadPool(unsigned threads) {
   unsigned n = resolveThreadCount(threads, std::thread::hardware_concurrency());
-  for (unsigned w = 1; w < n; ++w) workers_.emplace_back([this, w] { workerLoop(w); });
+  size_ = n;
+  try {
+    for (unsigned w = 1; w < n; ++w) workers_.emplace_back([this, w] { workerLoop(w); });
+  } catch (...) {
+    shutdown();  // the operating system refused a thread: join those started, then report
+    throw;
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { shutdown(); }
+
+void ThreadPool::shutdown() {
+  std::lock_guard<std::mutex> serial(dispatch_);
   {
     std::lock_guard<std::mutex> lock(m_);
     stop_ = true;
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
+  workers_.clear();
 }
 
 void ThreadPool::runChunks(unsigned worker) {

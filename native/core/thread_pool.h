@@ -28,7 +28,10 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  unsigned size() const { return static_cast<unsigned>(workers_.size()) + 1; }
+  unsigned size() const { return size_; }
+  // Joins the workers; later parallelFor calls run inline on the caller (still reporting size()
+  // workers' worth of scratch indices as 0). For environment teardown.
+  void shutdown();
   void parallelFor(uint32_t count, uint32_t grain, const Body& fn);
 
  private:
@@ -36,6 +39,7 @@ class ThreadPool {
   void runChunks(unsigned worker);
 
   std::vector<std::thread> workers_;
+  unsigned size_ = 1;
   std::mutex dispatch_;  // one parallelFor at a time
   std::mutex m_;
   std::condition_variable wake_, done_;

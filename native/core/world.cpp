@@ -119,6 +119,14 @@ void World::acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits) {
     throw CoreError("ERR_SIGHTLINE_ACKS_DISABLED", "viewer " + std::to_string(avatarId) +
                                                        " was added without { acks: true }; its packets are not logged");
   AckLog& log = *v.ackLog;
+  // The newest packet sent has sequence v.sequence - 1; an acknowledgement of a later one is bogus.
+  if (v.passes == 0 || int16_t(uint16_t(ack - uint16_t(v.sequence - 1))) > 0)
+    throw CoreError("ERR_SIGHTLINE_INVALID_ACK",
+                    "ack " + std::to_string(ack) + " names a packet viewer " + std::to_string(avatarId) +
+                        " was never sent (" +
+                        (v.passes == 0 ? std::string("none sent yet")
+                                       : "newest sent: " + std::to_string(uint16_t(v.sequence - 1))) +
+                        ")");
   for (uint32_t slot = 0; slot < AckLog::kPackets; ++slot) {
     AckLog::Packet& p = log.packets[slot];
     if (!p.used) continue;
@@ -191,8 +199,8 @@ void World::prepareTick() {
     v.status = ViewerStatus::Due;
     v.vx = x, v.vy = y;
   }
-  std::vector<uint8_t>& out = output_[tick_ & 1];
-  if (out.size() < offset) out.resize(offset + offset / 4);
+  std::shared_ptr<OutputBlock>& out = output_[tick_ & 1];
+  if (!out || out->size < offset) out = std::make_shared<OutputBlock>(offset + offset / 4 + 64);
   if (packetIndex_.size() < 3 * viewers_.size()) packetIndex_.resize(3 * viewers_.size() + 3 * viewers_.size() / 4);
   outputSize_ = offset;
 }

@@ -99,6 +99,13 @@ struct Viewer {
   uint32_t outLength = 0;
 };
 
+// One of the two output buffers.
+struct OutputBlock {
+  explicit OutputBlock(size_t n) : data(new uint8_t[n]()), size(n) {}
+  std::unique_ptr<uint8_t[]> data;
+  size_t size;
+};
+
 // Counters for one tick. Sums over viewers; per-worker copies are merged after the pass.
 struct TickStats {
   uint64_t served = 0, skippedNotDue = 0, skippedAvatarGone = 0, skippedOutsideRegion = 0;
@@ -150,9 +157,11 @@ class World {
   const TickStats& stats() const { return stats_; }
   // The tick's output: two buffers used alternately, so one tick's packets stay intact while the
   // next tick's pass runs. Each due viewer's packet is [outOffset, outOffset + outLength).
-  uint8_t* output() { return output_[tick_ & 1].data(); }
+  uint8_t* output() { return output_[tick_ & 1]->data.get(); }
   size_t outputSize() const { return outputSize_; }
-  std::vector<uint8_t>& outputBuffer(unsigned which) { return output_[which & 1]; }
+  // A block is replaced, never resized, when the viewers outgrow it: views over the old block keep
+  // it alive through the shared pointer.
+  const std::shared_ptr<OutputBlock>& outputBuffer(unsigned which) const { return output_[which & 1]; }
   // Per viewer, in viewer order: avatar id, offset, length (0 when skipped), written by the pass.
   const uint32_t* packetIndex() const { return packetIndex_.data(); }
   double odometerMicros = 0, snapshotMicros = 0, passMicros = 0;
@@ -186,7 +195,7 @@ class World {
   bool recordGhostPositions_;
   uint32_t phaseCounter_ = 0;
   uint32_t tick_ = 0;
-  std::vector<uint8_t> output_[2];
+  std::shared_ptr<OutputBlock> output_[2];
   std::vector<uint32_t> packetIndex_;
   size_t outputSize_ = 0;
   std::vector<std::unique_ptr<Scratch>> scratch_;
