@@ -22,6 +22,8 @@ export const MAX_CELLS_PER_AXIS = 1024;
 export const MAX_REGION_METERS = 65536;
 /** Largest payloadBytes: the largest UDP payload over IPv4. */
 export const MAX_PAYLOAD_BYTES = 65507;
+/** Smallest nonzero eventReserveBytes: a 3-byte events section and one event (2-byte length, 1 byte). */
+export const MIN_EVENT_RESERVE_BYTES = 6;
 /** Number of distance bands: band = floor(log2(squared distance in raw units)), 0..63. */
 export const BAND_COUNT = 64;
 /** walkCap used for `walkCap: Infinity` (uncapped): the largest Int32. */
@@ -68,7 +70,7 @@ export interface WorldConfigInput {
   cellSize?: number;
   /** Bytes per packet, header included. Default 1200 (QUIC's minimum datagram size; fits a 1500-byte MTU). */
   payloadBytes?: number;
-  /** Bytes per packet held back for events. Default 0. */
+  /** Bytes per packet held back for events: 0 (no events), or at least 6 (the smallest that holds one event). Default 0. */
   eventReserveBytes?: number;
   /** Candidates examined per viewer before the walk stops; `Infinity` = uncapped. Default 256. */
   walkCap?: number;
@@ -382,7 +384,9 @@ export class WorldConfig {
    * Checks, in order (the first failure throws a {@link SightlineError}):
    * - `ERR_SIGHTLINE_INVALID_ARGUMENT`: input is neither a plain object nor `undefined`.
    * - `ERR_SIGHTLINE_CONFIG_UNKNOWN_FIELD`: a key that is not one of {@link CONFIG_FIELDS}.
-   * - types, field by field in {@link CONFIG_FIELDS} order: a value that is not a number (or, in
+   * - field by field in {@link CONFIG_FIELDS} order: a field the input only inherits (found on its
+   *   prototype chain, not an own property) is `ERR_SIGHTLINE_INVALID_ARGUMENT`: only own
+   *   properties are read. Then types: a value that is not a number (or, in
    *   bandWeights, an entry that is not a number) is `ERR_SIGHTLINE_CONFIG_NOT_FINITE`; a
    *   bandWeights that is not an array (nor `null`/`undefined`) is `ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE`.
    * - values, in the native engine's order: `NOT_FINITE`, `NOT_POSITIVE`, `NOT_INTEGER`,
@@ -396,7 +400,8 @@ export class WorldConfig {
 }
 
 // Reads the authored object as the native addon does before validation: unknown keys first, then
-// each field's type in CONFIG_FIELDS order. Absent and undefined fields take their defaults.
+// each field in CONFIG_FIELDS order (inherited, then type). Only own properties are read; absent
+// and undefined fields take their defaults.
 function readInput(input: unknown): Record<ConfigField, unknown> {
   if (input === undefined) input = {};
   if (typeof input !== 'object' || input === null || Array.isArray(input))
@@ -410,10 +415,19 @@ function readInput(input: unknown): Record<ConfigField, unknown> {
       );
   }
   const src = input as Record<string, unknown>;
+  const own = (f: ConfigField): unknown => {
+    if (Object.prototype.hasOwnProperty.call(src, f)) return src[f];
+    if (f in src)
+      fail(
+        'ERR_SIGHTLINE_INVALID_ARGUMENT',
+        `config field ${f} is inherited, not an own property of the config; only own properties are read (copy it: { ...config })`,
+      );
+    return undefined;
+  };
   const out = {} as Record<ConfigField, unknown>;
   for (const f of CONFIG_FIELDS) {
     if (f === 'bandWeights') continue;
-    const v = src[f];
+    const v = own(f);
     if (v === undefined) {
       out[f] = DEFAULTS[f];
       continue;
@@ -422,7 +436,7 @@ function readInput(input: unknown): Record<ConfigField, unknown> {
       fail('ERR_SIGHTLINE_CONFIG_NOT_FINITE', `${f} must be a finite number, received ${describe(v)}`);
     out[f] = v;
   }
-  const w = src.bandWeights;
+  const w = own('bandWeights');
   if (w === undefined || w === null) {
     out.bandWeights = undefined;
   } else {
@@ -536,6 +550,11 @@ function derive(raw: unknown): Derived {
 
   const payloadBytes = requireInteger('payloadBytes', inp.payloadBytes, 1, MAX_PAYLOAD_BYTES);
   const eventReserveBytes = requireInteger('eventReserveBytes', inp.eventReserveBytes, 0, MAX_PAYLOAD_BYTES);
+  if (eventReserveBytes > 0 && eventReserveBytes < MIN_EVENT_RESERVE_BYTES)
+    fail(
+      'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',
+      `eventReserveBytes must be 0, or at least ${MIN_EVENT_RESERVE_BYTES} (a 3-byte events section and one event of 2 + 1 bytes), received ${describe(eventReserveBytes)}`,
+    );
   const minPayload = HEADER_BYTES + eventReserveBytes + RECORD_BYTES;
   if (payloadBytes < minPayload)
     fail(

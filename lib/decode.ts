@@ -115,6 +115,8 @@ export function createRawPacket(payloadBytes = 1200): RawPacket {
  * @param config the configuration the server runs (its protocol hash must match)
  * @throws SightlineError with one of:
  *   `ERR_SIGHTLINE_PACKET_NOT_BYTES` (bytes is not a Uint8Array),
+ *   `ERR_SIGHTLINE_INVALID_ARGUMENT` (config is not an object with non-negative integer regionRaw,
+ *   regionShift, verticalRaw, zBits and quantShift),
  *   `ERR_SIGHTLINE_PACKET_TRUNCATED` (shorter than the header, or than its counts imply),
  *   `ERR_SIGHTLINE_PACKET_OVERSIZED` (longer than its counts imply, or than 65507 bytes),
  *   `ERR_SIGHTLINE_PACKET_VERSION` (version byte other than 1),
@@ -148,7 +150,9 @@ export function decodePacket(bytes: Uint8Array, config: PacketLayoutConfig): Dec
  * an array that is too short is replaced on `out` by a longer one, so read the arrays from the
  * returned object rather than from references kept across calls. Without `out`, a new RawPacket
  * with arrays of exactly the packet's counts is returned. Checks and errors are those of
- * {@link decodePacket}; when it throws, the contents of `out` are unspecified.
+ * {@link decodePacket}, plus `ERR_SIGHTLINE_INVALID_ARGUMENT` when `out` is given and is not a
+ * RawPacket (events an array, despawns and ids Uint32Arrays, x, y and z Int32Arrays); that one
+ * leaves `out` as it was, after the others its contents are unspecified.
  */
 export function decodePacketRaw(bytes: Uint8Array, config: PacketLayoutConfig, out?: RawPacket): RawPacket {
   return decodeInto(bytes, config, out);
@@ -238,9 +242,52 @@ function addId(id: number): boolean {
   }
 }
 
+const LAYOUT_FIELDS = ['regionRaw', 'regionShift', 'verticalRaw', 'zBits', 'quantShift'] as const;
+
+/**
+ * @internal Throws `ERR_SIGHTLINE_INVALID_ARGUMENT` (naming the argument `name`) unless config is an object with non-negative
+ * integer regionRaw, regionShift, verticalRaw, zBits and quantShift.
+ */
+export function checkLayout(config: unknown, name = 'config'): asserts config is PacketLayoutConfig {
+  if (typeof config !== 'object' || config === null)
+    fail(
+      'ERR_SIGHTLINE_INVALID_ARGUMENT',
+      `${name} must be a WorldConfig or a packet layout { ${LAYOUT_FIELDS.join(', ')} }, received ${describe(config)}`,
+    );
+  const c = config as Record<string, unknown>;
+  for (let i = 0; i < LAYOUT_FIELDS.length; i++) {
+    const v = c[LAYOUT_FIELDS[i]];
+    if (typeof v !== 'number' || v >>> 0 !== v)
+      fail(
+        'ERR_SIGHTLINE_INVALID_ARGUMENT',
+        `${name}.${LAYOUT_FIELDS[i]} must be a non-negative integer (a WorldConfig or a packet layout { ${LAYOUT_FIELDS.join(', ')} }), received ${describe(v)}`,
+      );
+  }
+}
+
+function checkRawPacket(out: unknown): void {
+  const o = out as Partial<Record<keyof RawPacket, unknown>> | null;
+  if (
+    typeof o !== 'object' ||
+    o === null ||
+    !Array.isArray(o.events) ||
+    !(o.despawns instanceof Uint32Array) ||
+    !(o.ids instanceof Uint32Array) ||
+    !(o.x instanceof Int32Array) ||
+    !(o.y instanceof Int32Array) ||
+    !(o.z instanceof Int32Array)
+  )
+    fail(
+      'ERR_SIGHTLINE_INVALID_ARGUMENT',
+      `out must be a RawPacket (see createRawPacket): events an array, despawns and ids Uint32Arrays, x, y and z Int32Arrays; received ${describe(out)}`,
+    );
+}
+
 function decodeInto(bytes: Uint8Array, config: PacketLayoutConfig, out: RawPacket | undefined): RawPacket {
   if (Object.prototype.toString.call(bytes) !== '[object Uint8Array]')
     fail('ERR_SIGHTLINE_PACKET_NOT_BYTES', `packet must be a Uint8Array, received ${describe(bytes)}`);
+  checkLayout(config);
+  if (out !== undefined) checkRawPacket(out);
   const len = bytes.length;
   if (len > MAX_PAYLOAD_BYTES)
     fail('ERR_SIGHTLINE_PACKET_OVERSIZED', `packet is ${len} bytes, more than the largest payload (${MAX_PAYLOAD_BYTES})`);

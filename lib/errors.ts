@@ -8,6 +8,7 @@
  * Codes raised by the TypeScript layer:
  *
  * - `ERR_SIGHTLINE_INVALID_ARGUMENT`: an argument of the wrong kind (e.g. a config that is not an object).
+ * - `ERR_SIGHTLINE_UNKNOWN_OPTION`: an options object with a key the call does not define.
  * - `ERR_SIGHTLINE_CONFIG_*`: `WorldConfig.build` (the same codes the native engine raises
  *   for the same input; see lib/config.ts).
  * - `ERR_SIGHTLINE_PACKET_*`: `decodePacket` / `decodePacketRaw` (see lib/decode.ts).

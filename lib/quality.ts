@@ -71,7 +71,7 @@ export interface QualityOptions {
   strategy?: QualityStrategy | 'all' | readonly QualityStrategy[];
   /** PRNG seed of the herd. Default 1. */
   seed?: number;
-  /** Leading ticks left out of the statistics (clients start empty). Default 20, at most ticks - 1. */
+  /** Leading ticks left out of the statistics (clients start empty), 0 to ticks - 1. Default 20 (ticks - 1 when fewer ticks run). */
   warmupTicks?: number;
   /** Compare with the truth every this many ticks after the warm-up (1 = every tick). Default 1. */
   measureEvery?: number;
@@ -500,7 +500,8 @@ export async function runQuality(options: QualityOptions = {}): Promise<QualityR
   const viewers = checkInt('viewers', options.viewers ?? 200, 1, entities);
   const ticks = checkInt('ticks', options.ticks ?? 400, 1, 1_000_000);
   const seed = checkInt('seed', options.seed ?? 1, 0, 0xffffffff);
-  const warmupTicks = Math.min(checkInt('warmupTicks', options.warmupTicks ?? 20, 0, 1_000_000), ticks - 1);
+  const warmupTicks =
+    options.warmupTicks === undefined ? Math.min(20, ticks - 1) : checkInt('warmupTicks', options.warmupTicks, 0, ticks - 1);
   const measureEvery = checkInt('measureEvery', options.measureEvery ?? 1, 1, 1_000_000);
   const threads = checkInt('threads', options.threads ?? 0, 0, 256);
   const strategies = strategiesOf(options.strategy);
@@ -939,7 +940,7 @@ interface QualityCommandOptions {
   ticks: number;
   strategy: QualityStrategy | 'all';
   seed: number;
-  warmup: number;
+  warmup: number | undefined;
   every: number;
   threads: number;
   json: boolean;
@@ -957,13 +958,23 @@ export function registerQualityCommand(program: Command): Command {
     .addOption(new Option('--ticks <n>', 'ticks simulated').argParser(integerOption(1, 1_000_000)).default(400))
     .addOption(new Option('--strategy <name>', 'strategy').choices(['all', ...QUALITY_STRATEGIES]).default('all'))
     .addOption(new Option('--seed <n>', 'PRNG seed').argParser(integerOption(0, 0xffffffff)).default(1))
-    .addOption(new Option('--warmup <n>', 'leading ticks left out of the statistics').argParser(integerOption(0, 1_000_000)).default(20))
+    .addOption(
+      new Option('--warmup <n>', 'leading ticks left out of the statistics, less than --ticks (default: 20, or --ticks minus 1 when smaller)').argParser(
+        integerOption(0, 1_000_000),
+      ),
+    )
     .addOption(new Option('--every <n>', 'compare with the truth every n ticks').argParser(integerOption(1, 1_000_000)).default(1))
     .addOption(new Option('--threads <n>', 'pass threads, 0 = every core').argParser(integerOption(0, 256)).default(0))
     .option('--json', 'print the report as one JSON object on stdout, nothing else', false)
     .action(async (opts: QualityCommandOptions, command: Command) => {
       if (opts.viewers > opts.entities) {
         command.error(`error: option '--viewers <n>' argument '${opts.viewers}' is invalid. Expected at most --entities (${opts.entities}).`, {
+          exitCode: 2,
+          code: 'commander.invalidArgument',
+        });
+      }
+      if (opts.warmup !== undefined && opts.warmup >= opts.ticks) {
+        command.error(`error: option '--warmup <n>' argument '${opts.warmup}' is invalid. Expected less than --ticks (${opts.ticks}).`, {
           exitCode: 2,
           code: 'commander.invalidArgument',
         });

@@ -110,26 +110,47 @@ export type EventTarget =
   | { holders: EntityId }
   | { near: { x: number; y: number }; radius: number };
 
-function checkTarget(target: unknown): asserts target is EventTarget {
-  const t = target as Record<string, unknown> | null;
-  const ok =
-    typeof t === 'object' &&
-    t !== null &&
-    ((typeof t.viewer === 'number') ||
-      (typeof t.holders === 'number') ||
-      (typeof t.near === 'object' &&
-        t.near !== null &&
-        Number.isFinite((t.near as { x?: unknown }).x) &&
-        Number.isFinite((t.near as { y?: unknown }).y) &&
-        typeof t.radius === 'number' &&
-        t.radius >= 0 &&
-        Number.isFinite(t.radius)));
-  if (!ok) {
-    throw new SightlineError(
-      'ERR_SIGHTLINE_INVALID_ARGUMENT',
-      `an event target must be { viewer }, { holders } or { near: { x, y }, radius } (meters), received ${describe(target)}`,
-    );
+const MAX_ID = 0xffffffff;
+
+function isId(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= MAX_ID;
+}
+
+function invalidTarget(message: string): never {
+  throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', message);
+}
+
+const TARGET_FORMS = '{ viewer }, { holders } or { near: { x, y }, radius } (meters)';
+
+// Validates a target completely and returns a copy, so a deferred event does not see later changes
+// to the caller's object.
+function checkTarget(target: unknown): EventTarget {
+  if (typeof target !== 'object' || target === null) {
+    invalidTarget(`an event target must be ${TARGET_FORMS}, received ${describe(target)}`);
   }
+  const t = target as Record<string, unknown>;
+  const forms = Number('viewer' in t) + Number('holders' in t) + Number('near' in t);
+  if (forms !== 1) {
+    invalidTarget(`an event target must have exactly one of viewer, holders and near: ${TARGET_FORMS}, received an object with ${forms}`);
+  }
+  if ('viewer' in t) {
+    if (!isId(t.viewer)) invalidTarget(`target viewer must be an integer entity id from 0 to ${MAX_ID}, received ${describe(t.viewer)}`);
+    return { viewer: t.viewer };
+  }
+  if ('holders' in t) {
+    if (!isId(t.holders)) invalidTarget(`target holders must be an integer entity id from 0 to ${MAX_ID}, received ${describe(t.holders)}`);
+    return { holders: t.holders };
+  }
+  const near = t.near;
+  if (typeof near !== 'object' || near === null) invalidTarget(`target near must be an object { x, y } (meters), received ${describe(near)}`);
+  const { x, y } = near as { x?: unknown; y?: unknown };
+  if (typeof x !== 'number' || !Number.isFinite(x)) invalidTarget(`target near.x must be a finite number of meters, received ${describe(x)}`);
+  if (typeof y !== 'number' || !Number.isFinite(y)) invalidTarget(`target near.y must be a finite number of meters, received ${describe(y)}`);
+  const radius = t.radius;
+  if (typeof radius !== 'number' || !Number.isFinite(radius) || radius < 0) {
+    invalidTarget(`target radius must be a finite number of meters ≥ 0, received ${describe(radius)}`);
+  }
+  return { near: { x, y }, radius };
 }
 
 function rethrow(e: unknown): never {
@@ -137,6 +158,35 @@ function rethrow(e: unknown): never {
     throw new SightlineError((e as unknown as { code: string }).code, e.message);
   }
   throw e;
+}
+
+const WORLD_OPTIONS = ['capacity', 'threads', 'externalBuffers', 'recordGhostPositions'] as const;
+const VIEWER_OPTIONS = ['payloadBytes', 'sendPeriod', 'acks'] as const;
+const GATHER_OPTIONS = ['walkCap', 'exclude'] as const;
+
+// An options argument: undefined or null (every default) or an object whose own keys are all valid.
+function readOptions(what: string, options: unknown, valid: readonly string[]): Record<string, unknown> {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `${what} options must be an object or undefined, received ${describe(options)}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!valid.includes(key)) {
+      throw new SightlineError(
+        'ERR_SIGHTLINE_UNKNOWN_OPTION',
+        `unknown ${what} option ${describe(key)}; valid options are ${valid.join(', ')}`,
+      );
+    }
+  }
+  return options as Record<string, unknown>;
+}
+
+function readBoolean(name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') {
+    throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `${name} must be true or false, received ${describe(value)}`);
+  }
+  return value;
 }
 
 function checkCoordinate(name: string, meters: unknown): number {
@@ -158,7 +208,7 @@ function checkVec3(pos: unknown): [number, number, number] {
     throw new SightlineError('ERR_SIGHTLINE_INVALID_POSITION', `position must be an object { x, y, z } in meters, received ${describe(pos)}`);
   }
   const p = pos as Partial<Vec3>;
-  return [checkCoordinate('x', p.x), checkCoordinate('y', p.y), checkCoordinate('z', p.z ?? 0)];
+  return [checkCoordinate('x', p.x), checkCoordinate('y', p.y), checkCoordinate('z', p.z === undefined ? 0 : p.z)];
 }
 
 /**
@@ -221,14 +271,31 @@ export class TickResult {
     return this.#packets;
   }
 
-  /** The viewer of packet i (0 ≤ i < count). */
+  #checkIndex(i: number): void {
+    if ((i >>> 0) !== i || i >= this.count) {
+      throw new SightlineError(
+        'ERR_SIGHTLINE_INVALID_ARGUMENT',
+        `packet index must be an integer from 0 to count-1 (count is ${this.count}), received ${describe(i)}`,
+      );
+    }
+  }
+
+  /**
+   * The viewer of packet i (0 ≤ i < count).
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (i not an integer in [0, count)), ERR_SIGHTLINE_RESULT_EXPIRED.
+   */
   viewerAt(i: number): EntityId {
+    this.#checkIndex(i);
     this.#check();
     return this.#index[3 * i];
   }
 
-  /** The bytes of packet i (0 ≤ i < count): a view into the reused output buffer. */
+  /**
+   * The bytes of packet i (0 ≤ i < count): a view into the reused output buffer.
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (i not an integer in [0, count)), ERR_SIGHTLINE_RESULT_EXPIRED.
+   */
   bytesAt(i: number): Uint8Array {
+    this.#checkIndex(i);
     this.#check();
     return new Uint8Array(this.#buffer, this.#index[3 * i + 1], this.#index[3 * i + 2]);
   }
@@ -257,26 +324,34 @@ export class World {
   #epoch = 0;
   #ticking = false;
   #deferredEvents: { bytes: Uint8Array; target: EventTarget }[] = [];
+  readonly #addedDuringTick = new Set<EntityId>();
   #eventsDropped = 0;
 
   /**
-   * @throws ERR_SIGHTLINE_INVALID_CAPACITY, ERR_SIGHTLINE_INVALID_THREADS, ERR_SIGHTLINE_CONFIG_*
-   *   (the native engine validates the configuration again).
+   * `options` may be omitted, `undefined` or `null`: every option takes its default.
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (config not a WorldConfig, options not an object, a
+   *   boolean option that is not a boolean), ERR_SIGHTLINE_UNKNOWN_OPTION (a key that is not a
+   *   {@link WorldOptions} field), ERR_SIGHTLINE_INVALID_CAPACITY, ERR_SIGHTLINE_INVALID_THREADS,
+   *   ERR_SIGHTLINE_CONFIG_* (the native engine validates the configuration again).
    */
-  constructor(config: WorldConfig, options: WorldOptions = {}) {
+  constructor(config: WorldConfig, options?: WorldOptions | null) {
     if (!(config instanceof WorldConfig)) {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `config must be a WorldConfig (use WorldConfig.build()), received ${describe(config)}`);
     }
-    const { capacity = 65_536, threads = 0, externalBuffers = true, recordGhostPositions = false } = options;
-    if (!Number.isInteger(capacity) || capacity < 1 || capacity > 1 << 20) {
+    const o = readOptions('World', options, WORLD_OPTIONS);
+    const capacity = o.capacity === undefined ? 65_536 : o.capacity;
+    const threads = o.threads === undefined ? 0 : o.threads;
+    if (typeof capacity !== 'number' || !Number.isInteger(capacity) || capacity < 1 || capacity > 1 << 20) {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_CAPACITY', `capacity must be an integer from 1 to 1048576, received ${describe(capacity)}`);
     }
-    if (!Number.isInteger(threads) || threads < 0 || threads > 256) {
+    if (typeof threads !== 'number' || !Number.isInteger(threads) || threads < 0 || threads > 256) {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_THREADS', `threads must be an integer from 0 (all cores) to 256, received ${describe(threads)}`);
     }
+    const externalBuffers = readBoolean('externalBuffers', o.externalBuffers, true);
+    const recordGhostPositions = readBoolean('recordGhostPositions', o.recordGhostPositions, false);
     this.config = config;
     try {
-      this.#native = new native.NativeWorld(config.input, capacity, threads, externalBuffers !== false, recordGhostPositions === true);
+      this.#native = new native.NativeWorld(config.input, capacity, threads, externalBuffers, recordGhostPositions);
     } catch (e) {
       rethrow(e);
     }
@@ -377,23 +452,29 @@ export class World {
    * Makes an entity's client a viewer: from the next tick it gets a packet every `sendPeriod`
    * ticks. Packets name the viewer by this avatar id. During a running tick the change is queued
    * and takes effect when that tick ends.
-   * @throws ERR_SIGHTLINE_VIEWER_EXISTS, ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_VIEWER_OPTION.
+   * `options` may be omitted, `undefined` or `null`: every option takes its default.
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (options not an object, acks not a boolean),
+   *   ERR_SIGHTLINE_UNKNOWN_OPTION (a key that is not a {@link ViewerOptions} field),
+   *   ERR_SIGHTLINE_INVALID_VIEWER_OPTION (payloadBytes or sendPeriod out of range),
+   *   ERR_SIGHTLINE_VIEWER_EXISTS, ERR_SIGHTLINE_STALE_ENTITY.
    */
-  addViewer(avatar: EntityId, options: ViewerOptions = {}): void {
-    const payloadBytes = options.payloadBytes ?? this.config.payloadBytes;
-    const sendPeriod = options.sendPeriod ?? 1;
-    const acks = options.acks ?? false;
+  addViewer(avatar: EntityId, options?: ViewerOptions | null): void {
+    const o = readOptions('addViewer', options, VIEWER_OPTIONS);
+    const payloadBytes = o.payloadBytes === undefined ? this.config.payloadBytes : o.payloadBytes;
+    const sendPeriod = o.sendPeriod === undefined ? 1 : o.sendPeriod;
     if (typeof payloadBytes !== 'number' || typeof sendPeriod !== 'number') {
       throw new SightlineError(
         'ERR_SIGHTLINE_INVALID_VIEWER_OPTION',
         `payloadBytes and sendPeriod must be numbers, received ${describe(payloadBytes)} and ${describe(sendPeriod)}`,
       );
     }
+    const acks = readBoolean('acks', o.acks, false);
     try {
-      this.#native.addViewer(avatar, payloadBytes, sendPeriod, acks === true);
+      this.#native.addViewer(avatar, payloadBytes, sendPeriod, acks);
     } catch (e) {
       rethrow(e);
     }
+    if (this.#ticking) this.#addedDuringTick.add(avatar);
   }
 
   /**
@@ -488,10 +569,16 @@ export class World {
    * `{ acks: true }` take events (multi-viewer targets skip the others). Each viewer's queue holds
    * 64 unacknowledged events: for a `{ viewer }` target a full queue throws
    * `ERR_SIGHTLINE_EVENT_QUEUE_FULL`; for the others the viewer is skipped and the drop counted
-   * ({@link eventsDropped}). During a tick, events are queued and applied when the tick ends.
-   * Returns the number of viewers the event was queued for (0 while deferred).
-   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT, ERR_SIGHTLINE_EVENT_TOO_LARGE, ERR_SIGHTLINE_UNKNOWN_VIEWER,
-   *   ERR_SIGHTLINE_EVENTS_DISABLED, ERR_SIGHTLINE_EVENT_QUEUE_FULL.
+   * ({@link eventsDropped}). During a tick, events are queued and applied when the tick ends;
+   * the target is checked in full when `emit` is called, and a `{ viewer }` that takes no events
+   * throws then too (a viewer added during that tick is checked when the tick ends: an event it
+   * cannot take is counted in {@link eventsDropped}). Applying queued events never makes the
+   * tick's promise reject. Returns the number of viewers the event was queued for (0 while deferred).
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (bytes not a Uint8Array; a target that is not exactly one
+   *   of the three forms, a viewer or holders that is not an integer entity id from 0 to 2^32 - 1,
+   *   a near.x / near.y that is not finite, a radius that is not finite and ≥ 0),
+   *   ERR_SIGHTLINE_EVENT_TOO_LARGE, ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_EVENTS_DISABLED,
+   *   ERR_SIGHTLINE_EVENT_QUEUE_FULL (not while deferred).
    */
   emit(bytes: Uint8Array, target: EventTarget): number {
     if (!(bytes instanceof Uint8Array)) {
@@ -506,18 +593,38 @@ export class World {
           : `an event must be 1 to ${max} bytes (eventReserveBytes - 5), received ${bytes.length}`,
       );
     }
-    checkTarget(target);
-    if ('viewer' in target && !this.hasViewer(target.viewer)) {
-      throw new SightlineError('ERR_SIGHTLINE_UNKNOWN_VIEWER', `entity ${describe(target.viewer)} is not a viewer`);
+    const t = checkTarget(target);
+    if ('viewer' in t && !this.hasViewer(t.viewer)) {
+      throw new SightlineError('ERR_SIGHTLINE_UNKNOWN_VIEWER', `entity ${describe(t.viewer)} is not a viewer`);
     }
     if (this.#ticking) {
-      this.#deferredEvents.push({ bytes: bytes.slice(), target });
+      if ('viewer' in t && !this.#addedDuringTick.has(t.viewer) && !this.#takesEvents(t.viewer)) {
+        throw new SightlineError(
+          'ERR_SIGHTLINE_EVENTS_DISABLED',
+          `viewer ${t.viewer} cannot take events: it needs { acks: true } and the config an eventReserveBytes above 5 (it is ${this.config.eventReserveBytes})`,
+        );
+      }
+      this.#deferredEvents.push({ bytes: bytes.slice(), target: t });
       return 0;
     }
-    return this.#emitNow(bytes, target, true);
+    return this.#emitNow(bytes, t, true);
   }
 
-  /** Events dropped because a viewer's queue was full (multi-viewer targets and deferred events). */
+  // Whether a registered viewer takes events; true for one the engine does not know yet (added
+  // during this tick), whose event is then checked when the tick ends.
+  #takesEvents(viewer: EntityId): boolean {
+    try {
+      return this.#native.eventStats(viewer) !== null;
+    } catch (e) {
+      if ((e as { code?: unknown }).code === 'ERR_SIGHTLINE_UNKNOWN_VIEWER') return true;
+      rethrow(e);
+    }
+  }
+
+  /**
+   * Events not queued for a viewer: its queue was full (multi-viewer targets and deferred events),
+   * or a deferred event could not be applied when its tick ended (e.g. its viewer takes no events).
+   */
   get eventsDropped(): number {
     return this.#eventsDropped;
   }
@@ -578,9 +685,14 @@ export class World {
   #flushEvents(): void {
     const events = this.#deferredEvents;
     this.#deferredEvents = [];
+    this.#addedDuringTick.clear();
     for (const { bytes, target } of events) {
-      if ('viewer' in target && !this.#native.hasViewer(target.viewer)) continue;
-      this.#emitNow(bytes, target, false);
+      try {
+        if ('viewer' in target && !this.#native.hasViewer(target.viewer)) continue;
+        this.#emitNow(bytes, target, false);
+      } catch {
+        this.#eventsDropped++;
+      }
     }
   }
 
@@ -621,17 +733,25 @@ export class World {
    * The candidates a viewer at (x, y) meters would examine, on the current snapshot (see
    * {@link rebuildSnapshot}): nearest cells first, within the view radius, stopping at `walkCap`
    * (default config.walkCap; `Infinity` for uncapped), leaving out `exclude`.
-   * @throws ERR_SIGHTLINE_INVALID_POSITION, ERR_SIGHTLINE_TICK_IN_PROGRESS.
+   * `options` may be omitted, `undefined` or `null`: every option takes its default.
+   * @throws ERR_SIGHTLINE_INVALID_POSITION, ERR_SIGHTLINE_INVALID_ARGUMENT (options not an object,
+   *   walkCap not a number ≥ 1, exclude not an integer entity id), ERR_SIGHTLINE_UNKNOWN_OPTION (a
+   *   key other than walkCap and exclude), ERR_SIGHTLINE_TICK_IN_PROGRESS.
    */
-  gather(at: { x: number; y: number }, options: { walkCap?: number; exclude?: EntityId } = {}): GatherResult {
+  gather(at: { x: number; y: number }, options?: { walkCap?: number; exclude?: EntityId } | null): GatherResult {
     const x = checkCoordinate('x', at?.x);
     const y = checkCoordinate('y', at?.y);
-    const walkCap = options.walkCap ?? this.config.walkCap;
+    const o = readOptions('gather', options, GATHER_OPTIONS);
+    const walkCap = o.walkCap === undefined ? this.config.walkCap : o.walkCap;
     if (typeof walkCap !== 'number' || !(walkCap >= 1)) {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `walkCap must be a number ≥ 1 or Infinity, received ${describe(walkCap)}`);
     }
+    const exclude = o.exclude;
+    if (exclude !== undefined && !isId(exclude)) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `exclude must be an integer entity id from 0 to ${MAX_ID}, received ${describe(exclude)}`);
+    }
     try {
-      const r = this.#native.gather(x, y, walkCap, options.exclude ?? -1);
+      const r = this.#native.gather(x, y, walkCap, exclude === undefined ? -1 : exclude);
       return { ids: r.ids, distancesSq: r.d2, examined: r.examined };
     } catch (e) {
       rethrow(e);

@@ -291,6 +291,9 @@ describe('WorldConfig.build rejections', () => {
     ['too many cells', { regionSize: 65536, viewRadius: 64 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['1024', '2048', '32 m']],
     ['payload too large', { payloadBytes: 70000 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['payloadBytes', '65507', '70000']],
     ['negative reserve', { eventReserveBytes: -1 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['eventReserveBytes', '-1']],
+    ['reserve 1', { eventReserveBytes: 1 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['eventReserveBytes must be 0, or at least 6', 'received 1']],
+    ['reserve 5', { eventReserveBytes: 5 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['eventReserveBytes must be 0, or at least 6', 'received 5']],
+    ['inherited field', Object.create({ regionSize: 8 }), 'ERR_SIGHTLINE_INVALID_ARGUMENT', ['regionSize', 'inherited', 'own']],
     ['walk too large', { walkCap: 2 ** 31 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['walkCap', '2147483648']],
     ['ghost cap too large', { ghostCap: 16385 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['ghostCap', '16385']],
     ['grace too large', { graceTicks: 30001 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['graceTicks', '30001']],
@@ -366,6 +369,28 @@ describe('WorldConfig.build rejections', () => {
     // Payload size before the caps; a zero band weight before the length of later entries.
     rejection({ payloadBytes: 20, walkCap: 0 }, 'ERR_SIGHTLINE_CONFIG_PAYLOAD_TOO_SMALL');
     rejection({ bandWeights: [1, 0, NaN, ...ones(61)] }, 'ERR_SIGHTLINE_CONFIG_BAND_WEIGHT_ZERO');
+    // A reserve too small for any event before the payload size.
+    rejection({ payloadBytes: 20, eventReserveBytes: 4 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE');
+    // An inherited field, in field order with the types.
+    rejection(Object.assign(Object.create({ payloadBytes: 1200 }), { regionSize: 'x' }), 'ERR_SIGHTLINE_CONFIG_NOT_FINITE');
+    rejection(Object.assign(Object.create({ regionSize: 4096 }), { payloadBytes: 'x' }), 'ERR_SIGHTLINE_INVALID_ARGUMENT');
+  });
+
+  it('reads own properties only: an inherited field is refused, an own one (enumerable or not) is read', () => {
+    const err = rejection(Object.create({ regionSize: 8 }), 'ERR_SIGHTLINE_INVALID_ARGUMENT');
+    expect(err.message).toBe(
+      'config field regionSize is inherited, not an own property of the config; only own properties are read (copy it: { ...config })',
+    );
+    rejection(Object.create({ bandWeights: null }), 'ERR_SIGHTLINE_INVALID_ARGUMENT');
+    expect(WorldConfig.build(Object.create(null) as WorldConfigInput).regionRaw).toBe(WorldConfig.build().regionRaw);
+    const hidden = Object.defineProperty({}, 'regionSize', { value: 8192, enumerable: false });
+    expect(WorldConfig.build(hidden).regionRaw).toBe(8192 * 1024);
+  });
+
+  it('an event reserve is 0 or at least 6 bytes', () => {
+    expect(WorldConfig.build({ eventReserveBytes: 0 }).eventReserveBytes).toBe(0);
+    expect(WorldConfig.build({ eventReserveBytes: 6 }).eventReserveBytes).toBe(6);
+    for (let r = 1; r <= 5; r++) rejection({ eventReserveBytes: r }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE');
   });
 });
 

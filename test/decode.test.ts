@@ -398,3 +398,46 @@ describe('round trip', () => {
     }
   });
 });
+
+describe('arguments', () => {
+  const ok = encode(config, { sequence: 1, tick: 2 }, [3], [{ id: 4, x: 5, y: 6, z: 7 }]);
+  const layout = { regionRaw: config.regionRaw, regionShift: config.regionShift, verticalRaw: config.verticalRaw, zBits: config.zBits, quantShift: config.quantShift };
+
+  it('a config without the five numeric layout fields is ERR_SIGHTLINE_INVALID_ARGUMENT, never a TypeError', () => {
+    const bad: unknown[] = [undefined, null, 5, 'config', {}, { ...layout, zBits: undefined }, { ...layout, quantShift: '0' }, { ...layout, regionShift: NaN }, { ...layout, regionRaw: -1 }, { ...layout, verticalRaw: 1.5 }];
+    for (const c of bad) {
+      for (const decode of [() => decodePacket(ok, c as never), () => decodePacketRaw(ok, c as never), () => decodePacketRaw(ok, c as never, createRawPacket())]) {
+        const err = errorOf(decode);
+        expect(err.code).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
+        expect(err.message).toMatch(/^config/);
+      }
+    }
+    expect(errorOf(() => decodePacket(ok, {} as never)).message).toBe(
+      'config.regionRaw must be a non-negative integer (a WorldConfig or a packet layout { regionRaw, regionShift, verticalRaw, zBits, quantShift }), received undefined',
+    );
+    expect(decodePacket(ok, layout).updates).toEqual(decodePacket(ok, config).updates);
+  });
+
+  it('an out that is not a RawPacket is ERR_SIGHTLINE_INVALID_ARGUMENT and is left as it was', () => {
+    const good = createRawPacket();
+    const bad: Record<string, unknown>[] = [
+      {},
+      { ...good, events: undefined },
+      { ...good, ids: new Int32Array(98) },
+      { ...good, x: [0, 0] },
+      { ...good, despawns: null },
+      { ...good, z: new Float64Array(98) },
+    ];
+    for (const out of bad) {
+      const before = { ...out };
+      const err = errorOf(() => decodePacketRaw(ok, config, out as never));
+      expect(err.code).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
+      expect(err.message).toMatch(/^out must be a RawPacket/);
+      expect(out).toEqual(before);
+    }
+    for (const out of [null, 5, 'x']) {
+      expect(errorOf(() => decodePacketRaw(ok, config, out as never)).code).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
+    }
+    expect(decodePacketRaw(ok, config, good).updateCount).toBe(1);
+  });
+});

@@ -133,3 +133,103 @@ describe('reliable events', () => {
     expect(w.eventStats(v)).toEqual({ queued: 0, dropped: 0, pending: 0 });
   });
 });
+
+describe('events emitted during a tick', () => {
+  const BAD_TARGETS: unknown[] = [
+    { holders: NaN },
+    { holders: -1 },
+    { holders: 2 ** 32 },
+    { holders: '3' },
+    { viewer: 1.5 },
+    { viewer: -5 },
+    { viewer: Infinity },
+    { near: { x: NaN, y: 0 }, radius: 1 },
+    { near: { x: 0, y: Infinity }, radius: 1 },
+    { near: { x: 0, y: 0 }, radius: -1 },
+    { near: { x: 0, y: 0 }, radius: NaN },
+    { near: { x: 0, y: 0 }, radius: Infinity },
+    { near: { x: 0, y: 0 } },
+    { near: null, radius: 1 },
+    { viewer: 0, holders: 0 },
+    {},
+    null,
+    7,
+  ];
+
+  function setup(): { c: WorldConfig; w: World; v: number; plain: number } {
+    const c = WorldConfig.build({ eventReserveBytes: 100 });
+    const w = new World(c, { capacity: 16, threads: 1 });
+    const v = w.spawn({ x: 100, y: 100, z: 0 });
+    const plain = w.spawn({ x: 110, y: 100, z: 0 });
+    w.addViewer(v, { acks: true });
+    w.addViewer(plain);
+    return { c, w, v, plain };
+  }
+
+  it('every target is checked in full when emitted, idle or during a tick: a bad one is refused and nothing is deferred', async () => {
+    const { c, w, v } = setup();
+    await w.tick();
+    for (const target of BAD_TARGETS) {
+      expect(() => w.emit(text('bad'), target as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    }
+    const pending = w.tick();
+    for (const target of BAD_TARGETS) {
+      expect(() => w.emit(text('bad'), target as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    }
+    expect(() => w.emit(text('bad'), { holders: NaN })).toThrow('target holders must be an integer entity id from 0 to 4294967295, received NaN');
+    expect(w.emit(text('good'), { viewer: v })).toBe(0);
+    const result = await pending;
+    expect(result.count).toBe(2);
+    expect(w.eventsDropped).toBe(0);
+    expect(w.eventStats(v)).toEqual({ queued: 1, dropped: 0, pending: 1 });
+    const p = decodePacketRaw((await w.tick()).bytesAt(0), c);
+    expect(p.events.map((e) => new TextDecoder().decode(e.bytes))).toEqual(['good']);
+  });
+
+  it('a deferred target is a copy: changing the caller\'s object after emit changes nothing', async () => {
+    const { w, v } = setup();
+    const target = { viewer: v };
+    const pending = w.tick();
+    w.emit(text('x'), target);
+    target.viewer = NaN;
+    await pending;
+    expect(w.eventsDropped).toBe(0);
+    expect(w.eventStats(v)!.queued).toBe(1);
+  });
+
+  it('{ viewer } to a viewer that takes no events is ERR_SIGHTLINE_EVENTS_DISABLED during a tick too, and nothing is deferred', async () => {
+    const { w, v, plain } = setup();
+    const pending = w.tick();
+    expect(() => w.emit(text('x'), { viewer: plain })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_EVENTS_DISABLED' }));
+    await pending;
+    expect(w.eventsDropped).toBe(0);
+    expect(w.eventStats(plain)).toBeNull();
+    expect(w.eventStats(v)!.queued).toBe(0);
+  });
+
+  it('a deferred event that fails when the tick ends is counted in eventsDropped; the tick resolves and later events still apply', async () => {
+    const { w, v } = setup();
+    const late = w.spawn({ x: 120, y: 100, z: 0 });
+    const pending = w.tick();
+    // Added during this tick, without acks: the engine cannot say yet that it takes no events.
+    w.addViewer(late);
+    expect(w.emit(text('lost'), { viewer: late })).toBe(0);
+    expect(w.emit(text('kept'), { viewer: v })).toBe(0);
+    const result = await pending;
+    expect(result.tick).toBeGreaterThan(0);
+    expect(w.eventsDropped).toBe(1);
+    expect(w.eventStats(late)).toBeNull();
+    expect(w.eventStats(v)).toEqual({ queued: 1, dropped: 0, pending: 1 });
+  });
+
+  it('a viewer removed and added again with acks during the tick takes a deferred event', async () => {
+    const { w, plain } = setup();
+    const pending = w.tick();
+    w.removeViewer(plain);
+    w.addViewer(plain, { acks: true });
+    expect(w.emit(text('x'), { viewer: plain })).toBe(0);
+    await pending;
+    expect(w.eventsDropped).toBe(0);
+    expect(w.eventStats(plain)).toEqual({ queued: 1, dropped: 0, pending: 1 });
+  });
+});

@@ -94,6 +94,12 @@ describe('TypeScript and native configuration agree', () => {
     });
   });
 
+  it('both refuse a field inherited through the prototype chain', () => {
+    const inherited = Object.create({ regionSize: 8192 }) as WorldConfigInput;
+    expect(() => WorldConfig.build(inherited)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    expect(() => native.buildConfig(inherited)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+  });
+
   it('the protocol hash changes when a decode-relevant field changes, and only then', () => {
     const base = WorldConfig.build();
     expect(native.buildConfig({}).protocolHash).toBe(base.protocolHash);

@@ -209,6 +209,20 @@ describe('ClientWorld', () => {
     expect(() => new ClientWorld(config, { payloadBytes: 70000 })).toThrow(SightlineError);
     expect(() => new ClientWorld(null as unknown as WorldConfig)).toThrow(SightlineError);
   });
+
+  it('null options mean defaults; other non-objects and layouts without numeric fields are ERR_SIGHTLINE_INVALID_ARGUMENT', () => {
+    const w = new ClientWorld(config, null);
+    expect(w.maxLateness).toBe(32);
+    w.receive(packet(0, [], [{ id: 7, x: 1024, y: 2048 }]));
+    expect(w.get(7)).toMatchObject({ x: 1, y: 2, z: 0 });
+    for (const options of [5, 'x', true]) {
+      expect(() => new ClientWorld(config, options as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    }
+    for (const layout of [{}, { regionRaw: config.regionRaw }, { ...config, zBits: '20' }]) {
+      expect(() => new ClientWorld(layout as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    }
+    expect(() => new ClientWorld({} as never)).toThrow('layout.regionRaw must be a non-negative integer');
+  });
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -583,5 +597,23 @@ describe('ClientWorld over the lossy link', () => {
     expect(link.counters.packetsUnrouted).toBe(1);
     await link.close();
     expect(disconnects).toEqual([`${a} kicked`, `${b} closed`]);
+  });
+
+  it('sendTick of something that is not a TickResult is ERR_SIGHTLINE_INVALID_ARGUMENT and sends nothing', async () => {
+    const world = new World(config, { capacity: 8, threads: 1 });
+    const link = new LossyLink({
+      onConnect: () => {
+        const id = world.spawn({ x: 100, y: 100, z: 0 });
+        world.addViewer(id);
+        return id;
+      },
+    });
+    link.connect('a', new ClientWorld(config));
+    const before = { ...link.counters };
+    for (const bad of [null, undefined, 5, {}, { count: 1 }, { count: -1, viewerAt: () => 0, bytesAt: () => new Uint8Array(0) }]) {
+      expect(() => link.sendTick(bad as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    }
+    expect(link.counters).toEqual(before);
+    expect(link.sendTick(await world.tick())).toBe(1);
   });
 });

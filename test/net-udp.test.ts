@@ -280,6 +280,35 @@ describe('UDP transport on loopback', () => {
     await until('the send to complete', () => h.server.inFlightSends === 0);
   });
 
+  it('sendTick of something that is not a TickResult, or of an expired one, is a coded error and sends nothing', async () => {
+    const h = await harness();
+    const { c, avatar } = await client(h);
+    const before = { ...h.server.counters };
+    for (const bad of [null, undefined, 'x', {}, { count: 1 }, { count: 1.5, viewerAt: () => avatar, bytesAt: () => new Uint8Array(16) }]) {
+      expect(() => h.server.sendTick(bad as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    }
+    const old = await h.world.tick();
+    await h.world.tick();
+    const fresh = h.world.tick();
+    expect(() => h.server.sendTick(old)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_RESULT_EXPIRED' }));
+    expect(h.server.counters).toEqual(before);
+    expect(h.server.sendTick(await fresh)).toBe(1);
+    expect(h.server.counters.packetsSent).toBe(before.packetsSent + 1);
+    await caughtUp(h, c, avatar);
+  });
+
+  it('UdpClient: null options mean defaults; another non-object is ERR_SIGHTLINE_INVALID_ARGUMENT', async () => {
+    const c = new UdpClient(null);
+    cleanups.push(() => c.close());
+    expect(c.state).toBe('idle');
+    for (const options of [5, 'x', true]) {
+      expect(() => new UdpClient(options as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    }
+    const h = await harness();
+    const avatar = await c.connect(HOST, h.port, config.protocolHash);
+    expect(h.server.has(avatar)).toBe(true);
+  });
+
   it('a new HELLO from the same address replaces the session; closing the server says BYE to clients', async () => {
     const h = await harness();
     const raw = await rawSocket();

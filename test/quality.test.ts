@@ -2,6 +2,7 @@
 // robustly true of the strategies on a small dense run, determinism, and the command.
 import { Command, CommanderError } from 'commander';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { main } from '../lib/cli.js';
 import { QUALITY_BANDS, QUALITY_STRATEGIES, UMWELT_REFERENCE, formatQualityReport, registerQualityCommand, runQuality, type QualityReport } from '../lib/quality.js';
 
 // QUALITY_SEED=n reruns with another seed.
@@ -113,6 +114,35 @@ describe('registerQualityCommand', () => {
     expect(r.strategies.map((s) => s.strategy)).toEqual(['round-robin']);
     expect(r.ticks).toBe(25);
     expect(r.seed).toBe(SEED);
+  });
+
+  it('refuses --warmup not below --ticks with exit code 2, naming the flag, and runs nothing', async () => {
+    let out = '';
+    let err = '';
+    vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      out += String(chunk);
+      return true;
+    });
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      err += String(chunk);
+      return true;
+    });
+    for (const [warmup, ticks] of [['1000', '10'], ['10', '10']]) {
+      err = '';
+      expect(await main(['node', 'sightline', 'quality', '--warmup', warmup, '--ticks', ticks, '--json'])).toBe(2);
+      expect(err).toContain(`option '--warmup <n>' argument '${warmup}' is invalid. Expected less than --ticks (${ticks})`);
+    }
+    expect(out).toBe('');
+    // Without --warmup, a short run warms up for all but its last tick.
+    await program().parseAsync(['node', 'sightline', 'quality', '--entities', '1500', '--viewers', '5', '--ticks', '10', '--strategy', 'round-robin', '--threads', '1', '--json']);
+    const r = JSON.parse(out) as QualityReport;
+    expect(r.warmupTicks).toBe(9);
+    expect(r.measuredTicks).toBe(1);
+  });
+
+  it('runQuality refuses warmupTicks not below ticks', async () => {
+    await expect(runQuality({ ...SMALL, ticks: 10, warmupTicks: 10 })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });
+    await expect(runQuality({ ...SMALL, ticks: 10, warmupTicks: 1000 })).rejects.toThrow('warmupTicks must be an integer from 0 to 9, received 1000');
   });
 
   it('refuses an unknown strategy', async () => {

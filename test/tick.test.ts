@@ -116,3 +116,37 @@ describe('async tick', () => {
     expect(() => w.removeViewer(id)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_VIEWER' }));
   });
 });
+
+describe('TickResult packet index', () => {
+  it('viewerAt and bytesAt take an integer from 0 to count-1; anything else is a coded error and changes nothing', async () => {
+    const { w, ids } = crowd(3, 1);
+    const r = await w.tick();
+    expect(r.count).toBe(3);
+    const viewers = [0, 1, 2].map((i) => r.viewerAt(i));
+    const bytes = [0, 1, 2].map((i) => r.bytesAt(i).slice());
+    expect(viewers.slice().sort()).toEqual(ids.slice().sort());
+    for (const i of [-1, 3, 1.5, NaN, Infinity, -Infinity, 2 ** 32, '0', 'x', null, undefined]) {
+      for (const f of [() => r.viewerAt(i as never), () => r.bytesAt(i as never)]) {
+        expect(f).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+      }
+    }
+    expect(() => r.bytesAt(-1)).toThrow('packet index must be an integer from 0 to count-1 (count is 3), received -1');
+    expect(() => r.bytesAt('x' as never)).toThrow('received "x"');
+    expect([0, 1, 2].map((i) => r.viewerAt(i))).toEqual(viewers);
+    for (let i = 0; i < 3; i++) expect(Array.from(r.bytesAt(i))).toEqual(Array.from(bytes[i]));
+    expect(r.packets.map((p) => p.viewer)).toEqual(viewers);
+  });
+
+  it('a tick without packets has no index 0', async () => {
+    const w = new World(config, { capacity: 4, threads: 1 });
+    const a = w.spawn({ x: 1, y: 1, z: 0 });
+    w.addViewer(a);
+    expect((await w.tick()).viewerAt(0)).toBe(a);
+    w.removeViewer(a);
+    const r = await w.tick();
+    expect(r.count).toBe(0);
+    expect(() => r.viewerAt(0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    expect(() => r.bytesAt(0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    expect(r.packets).toEqual([]);
+  });
+});

@@ -136,3 +136,92 @@ describe('odometer', () => {
     expect(w.odometer(id)).toBe(expected);
   });
 });
+
+/** Runs f, expects a SightlineError with `code`, and returns its message. */
+function codeOf(f: () => unknown, code: string): string {
+  try {
+    f();
+  } catch (e) {
+    expect(e).toBeInstanceOf(SightlineError);
+    expect((e as SightlineError).code).toBe(code);
+    return (e as SightlineError).message;
+  }
+  throw new Error(`expected ${code}, nothing was thrown`);
+}
+
+describe('options objects', () => {
+  it('World: null or undefined options take every default; anything else but an object is refused', () => {
+    for (const options of [null, undefined]) {
+      const w = new World(config, options);
+      expect(w.capacity).toBe(65_536);
+      expect(w.externalBuffers).toBe(true);
+    }
+    for (const options of [5, 'x', true, [1]]) {
+      expect(codeOf(() => new World(config, options as never), 'ERR_SIGHTLINE_INVALID_ARGUMENT')).toContain('received');
+    }
+  });
+
+  it('World: an unknown key names itself and the valid ones; booleans must be booleans', () => {
+    const message = codeOf(() => new World(config, { capacity: 8, threds: 1 } as never), 'ERR_SIGHTLINE_UNKNOWN_OPTION');
+    expect(message).toContain('"threds"');
+    expect(message).toContain('capacity, threads, externalBuffers, recordGhostPositions');
+    for (const options of [{ externalBuffers: 'no' }, { externalBuffers: 0 }, { recordGhostPositions: 1 }, { recordGhostPositions: null }]) {
+      expect(codeOf(() => new World(config, { capacity: 8, ...options } as never), 'ERR_SIGHTLINE_INVALID_ARGUMENT')).toMatch(/must be true or false/);
+    }
+    expect(new World(config, { capacity: 8, externalBuffers: false }).externalBuffers).toBe(false);
+  });
+
+  it('addViewer: null means defaults; a non-object, an unknown key or a non-boolean acks is refused and adds nothing', () => {
+    const c = WorldConfig.build({ eventReserveBytes: 64 });
+    const w = new World(c, { capacity: 8, threads: 1 });
+    const a = w.spawn({ x: 1, y: 1, z: 0 });
+    const b = w.spawn({ x: 2, y: 1, z: 0 });
+    expect(codeOf(() => w.addViewer(a, 'x' as never), 'ERR_SIGHTLINE_INVALID_ARGUMENT')).toContain('"x"');
+    expect(codeOf(() => w.addViewer(a, 7 as never), 'ERR_SIGHTLINE_INVALID_ARGUMENT')).toContain('7');
+    const message = codeOf(() => w.addViewer(a, { ack: true } as never), 'ERR_SIGHTLINE_UNKNOWN_OPTION');
+    expect(message).toContain('"ack"');
+    expect(message).toContain('payloadBytes, sendPeriod, acks');
+    for (const acks of [1, 'true', null]) {
+      expect(codeOf(() => w.addViewer(a, { acks } as never), 'ERR_SIGHTLINE_INVALID_ARGUMENT')).toContain('acks must be true or false');
+    }
+    expect(codeOf(() => w.addViewer(a, { payloadBytes: null } as never), 'ERR_SIGHTLINE_INVALID_VIEWER_OPTION')).toContain('null');
+    expect(w.viewerCount).toBe(0);
+    expect(w.hasViewer(a)).toBe(false);
+    w.addViewer(a, null);
+    w.addViewer(b, { acks: true });
+    expect(w.eventStats(a)).toBeNull();
+    expect(w.eventStats(b)).toEqual({ queued: 0, dropped: 0, pending: 0 });
+  });
+
+  it('gather: null means defaults; a non-object, an unknown key or an exclude that is not an entity id is refused', () => {
+    const w = new World(config, { capacity: 8, threads: 1 });
+    const a = w.spawn({ x: 10, y: 10, z: 0 });
+    const b = w.spawn({ x: 12, y: 10, z: 0 });
+    w.rebuildSnapshot();
+    const before = w.snapshotInfo();
+    expect(Array.from(w.gather({ x: 10, y: 10 }, null).ids)).toEqual([a, b]);
+    expect(Array.from(w.gather({ x: 10, y: 10 }, { exclude: a }).ids)).toEqual([b]);
+    for (const exclude of [1.5, -5, 2 ** 32, NaN, '1', null]) {
+      expect(codeOf(() => w.gather({ x: 10, y: 10 }, { exclude } as never), 'ERR_SIGHTLINE_INVALID_ARGUMENT')).toMatch(/^exclude must be an integer entity id/);
+    }
+    const message = codeOf(() => w.gather({ x: 10, y: 10 }, { walkcap: 1 } as never), 'ERR_SIGHTLINE_UNKNOWN_OPTION');
+    expect(message).toContain('"walkcap"');
+    expect(message).toContain('walkCap, exclude');
+    codeOf(() => w.gather({ x: 10, y: 10 }, 'x' as never), 'ERR_SIGHTLINE_INVALID_ARGUMENT');
+    codeOf(() => w.gather({ x: 10, y: 10 }, { walkCap: null } as never), 'ERR_SIGHTLINE_INVALID_ARGUMENT');
+    expect(w.snapshotInfo()).toEqual(before);
+  });
+
+  it('spawn and setPosition: z null is refused like x null; only an undefined z means 0', () => {
+    const w = new World(config, { capacity: 8 });
+    expect(codeOf(() => w.spawn({ x: 1, y: 1, z: null } as never), 'ERR_SIGHTLINE_INVALID_POSITION')).toBe(
+      'z must be a finite number of meters, received null',
+    );
+    codeOf(() => w.spawn({ x: null, y: 1, z: 0 } as never), 'ERR_SIGHTLINE_INVALID_POSITION');
+    expect(w.liveCount).toBe(0);
+    const id = w.spawn({ x: 1, y: 1 } as never);
+    expect(w.position(id)).toEqual({ x: 1, y: 1, z: 0 });
+    codeOf(() => w.setPosition(id, { x: 5, y: 5, z: null } as never), 'ERR_SIGHTLINE_INVALID_POSITION');
+    expect(w.position(id)).toEqual({ x: 1, y: 1, z: 0 });
+  });
+});

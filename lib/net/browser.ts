@@ -15,7 +15,7 @@ export type {
 } from './client-world.js';
 export { LossyLink, mulberry32 } from './lossy-link.js';
 export type { LinkConditions, LossyLinkOptions, LossyLinkCounters } from './lossy-link.js';
-export { acknowledgeOf, classifyAckError, zeroCounters } from './transport.js';
+export { acknowledgeOf, checkTickPackets, classifyAckError, zeroCounters } from './transport.js';
 export type {
   Transport,
   TransportListener,

@@ -2,7 +2,7 @@
 // loss, reordering and duplication: every entity ends in the state of the newest record about it.
 // Browser-safe: imports nothing from Node.
 
-import { createRawPacket, decodePacketRaw, type PacketLayoutConfig, type RawPacket } from '../decode.js';
+import { checkLayout, createRawPacket, decodePacketRaw, type PacketLayoutConfig, type RawPacket } from '../decode.js';
 import { SightlineError, describe } from '../errors.js';
 import { RAW_PER_METER } from '../fixed.js';
 import { encodeAck } from './protocol.js';
@@ -168,11 +168,16 @@ export class ClientWorld {
 
   /**
    * @param layout the server's packet layout; its protocol hash must match the server's
-   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (layout not an object, maxLateness or payloadBytes out of range).
+   * @param options `undefined` or `null`: every option takes its default
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (layout without non-negative integer regionRaw,
+   *   regionShift, verticalRaw, zBits and quantShift; options not an object; maxLateness or
+   *   payloadBytes out of range).
    */
-  constructor(layout: PacketLayoutConfig, options: ClientWorldOptions = {}) {
-    if (typeof layout !== 'object' || layout === null) {
-      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `layout must be a WorldConfig or packet layout, received ${describe(layout)}`);
+  constructor(layout: PacketLayoutConfig, options?: ClientWorldOptions | null) {
+    checkLayout(layout, 'layout');
+    if (options === undefined || options === null) options = {};
+    if (typeof options !== 'object') {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `options must be an object or undefined, received ${describe(options)}`);
     }
     const maxLateness = options.maxLateness ?? 32;
     if (!Number.isInteger(maxLateness) || maxLateness < 0 || maxLateness > 32767) {

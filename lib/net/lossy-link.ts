@@ -8,6 +8,7 @@ import type { EntityId } from '../world.js';
 import type { ClientWorld } from './client-world.js';
 import {
   acknowledgeOf,
+  checkTickPackets,
   classifyAckError,
   zeroCounters,
   type AcknowledgeFn,
@@ -184,6 +185,7 @@ export class LossyLink implements Transport {
   }
 
   sendTick(result: TickPackets): number {
+    checkTickPackets(result);
     let issued = 0;
     for (let i = 0, n = result.count; i < n; i++) {
       if (this.send(result.viewerAt(i), result.bytesAt(i))) issued++;

@@ -1,7 +1,8 @@
 // The server side of a transport: what every adapter (UDP, WebSocket, WebRTC, an in-process test
 // link) offers the game loop, and the listener through which it reports sessions and acks.
-// Imports types only.
+// Browser-safe: imports types and the error class only.
 
+import { SightlineError, describe } from '../errors.js';
 import type { EntityId } from '../world.js';
 
 /**
@@ -107,6 +108,28 @@ export interface TransportCounters {
   listenerErrors: number;
 }
 
+/**
+ * Throws `ERR_SIGHTLINE_INVALID_ARGUMENT` unless result is a {@link TickPackets}: an object with
+ * an integer count ≥ 0 and viewerAt and bytesAt functions.
+ */
+export function checkTickPackets(result: unknown): asserts result is TickPackets {
+  const r = result as Partial<Record<keyof TickPackets, unknown>> | null;
+  if (
+    typeof r !== 'object' ||
+    r === null ||
+    typeof r.count !== 'number' ||
+    !Number.isInteger(r.count) ||
+    r.count < 0 ||
+    typeof r.viewerAt !== 'function' ||
+    typeof r.bytesAt !== 'function'
+  ) {
+    throw new SightlineError(
+      'ERR_SIGHTLINE_INVALID_ARGUMENT',
+      `result must be a TickResult (an object with an integer count, viewerAt(i) and bytesAt(i)), received ${describe(result)}`,
+    );
+  }
+}
+
 /** Fresh zeroed {@link TransportCounters}. */
 export function zeroCounters(): TransportCounters {
   return {
@@ -143,6 +166,7 @@ export interface Transport {
    * Sends each packet of a tick to its viewer's client, skipping viewers without one. Never
    * queues beyond the adapter's cap: what cannot be issued now is dropped and counted. Returns
    * the number of packets issued.
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (result not a {@link TickPackets}; see {@link checkTickPackets}).
    */
   sendTick(result: TickPackets): number;
   /** Sends one game packet (copied) to a viewer's client. False when not issued (no client, or capped). */

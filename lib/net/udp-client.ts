@@ -137,8 +137,15 @@ export class UdpClient {
   #settle: ((error: Error | undefined) => void) | undefined;
   #lastSocketError: Error | undefined;
 
-  /** @throws ERR_SIGHTLINE_INVALID_ARGUMENT (an option out of range). */
-  constructor(options: UdpClientOptions = {}) {
+  /**
+   * @param options `undefined` or `null`: every option takes its default
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (options not an object, an option out of range).
+   */
+  constructor(options?: UdpClientOptions | null) {
+    if (options === undefined || options === null) options = {};
+    if (typeof options !== 'object') {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `options must be an object or undefined, received ${describe(options)}`);
+    }
     this.#options = options;
     this.#ackIntervalMs = intOption('ackIntervalMs', options.ackIntervalMs, 0, 0, 60_000);
     this.#helloIntervalMs = intOption('helloIntervalMs', options.helloIntervalMs, 250, 1, 60_000);

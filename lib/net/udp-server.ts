@@ -24,6 +24,7 @@ import {
 } from './protocol.js';
 import {
   acknowledgeOf,
+  checkTickPackets,
   classifyAckError,
   zeroCounters,
   type AcknowledgeFn,
@@ -273,8 +274,11 @@ export class UdpServer implements Transport {
    * buffer (the engine reuses its own two ticks later; a queued send may outlive that). Viewers
    * without a client are skipped (`packetsUnrouted`); packets beyond the send caps are dropped
    * (`packetsDropped`). Returns the number of packets issued. Never throws for I/O reasons.
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (result not a TickResult), the result's own errors
+   *   (ERR_SIGHTLINE_RESULT_EXPIRED); nothing is sent then.
    */
   sendTick(result: TickPackets): number {
+    checkTickPackets(result);
     const c = this.#counters;
     const n = result.count;
     if (this.#state !== 'listening') {
@@ -284,17 +288,25 @@ export class UdpServer implements Transport {
     const sessions = this.#routeSessions;
     const views = this.#routeBytes;
     let total = 0;
-    for (let i = 0; i < n; i++) {
-      const s = this.#byViewer.get(result.viewerAt(i));
-      if (s === undefined) {
-        c.packetsUnrouted++;
-        continue;
+    let unrouted = 0;
+    try {
+      for (let i = 0; i < n; i++) {
+        const s = this.#byViewer.get(result.viewerAt(i));
+        if (s === undefined) {
+          unrouted++;
+          continue;
+        }
+        const b = result.bytesAt(i);
+        sessions.push(s);
+        views.push(b);
+        total += b.length;
       }
-      const b = result.bytesAt(i);
-      sessions.push(s);
-      views.push(b);
-      total += b.length;
+    } catch (e) {
+      sessions.length = 0;
+      views.length = 0;
+      throw e;
     }
+    c.packetsUnrouted += unrouted;
     const m = sessions.length;
     let issued = 0;
     if (m > 0) {

@@ -144,7 +144,16 @@ ConfigInput configFromObject(Napi::Env env, const Napi::Value& value) {
   if (value.IsUndefined()) return in;
   if (!value.IsObject()) throw codedError(env, "ERR_SIGHTLINE_INVALID_ARGUMENT", "config input must be an object");
   Napi::Object o = value.As<Napi::Object>();
+  // Own properties only: a field inherited through the prototype chain is refused.
+  auto own = [&](const char* key) {
+    if (o.HasOwnProperty(key)) return true;
+    if (o.Has(key))
+      throw codedError(env, "ERR_SIGHTLINE_INVALID_ARGUMENT",
+                       std::string(key) + " must be an own property of the config input, not inherited");
+    return false;
+  };
   auto num = [&](const char* key, double& field) {
+    if (!own(key)) return;
     Napi::Value v = o.Get(key);
     if (v.IsUndefined()) return;
     if (!v.IsNumber())
@@ -165,7 +174,7 @@ ConfigInput configFromObject(Napi::Env env, const Napi::Value& value) {
   num("denseCellThreshold", in.denseCellThreshold);
   num("subGridDivisions", in.subGridDivisions);
   num("newDrift", in.newDrift);
-  Napi::Value w = o.Get("bandWeights");
+  Napi::Value w = own("bandWeights") ? o.Get("bandWeights") : env.Undefined();
   if (!w.IsUndefined() && !w.IsNull()) {
     if (!w.IsArray())
       throw codedError(env, "ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE", "bandWeights must be an array of 64 integers");
