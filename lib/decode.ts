@@ -90,6 +90,11 @@ export function createRawPacket(payloadBytes = 1200): RawPacket {
   const state = Math.max(0, Math.floor(payloadBytes) - HEADER_BYTES);
   const despawns = Math.floor(state / DESPAWN_RECORD_BYTES);
   const updates = Math.floor(state / RECORD_BYTES);
+  return rawPacketOf(despawns, updates);
+}
+
+// An empty RawPacket whose arrays hold `despawns` despawn and `updates` update records.
+function rawPacketOf(despawns: number, updates: number): RawPacket {
   return {
     version: 0,
     flags: 0,
@@ -336,22 +341,7 @@ function decodeInto(bytes: Uint8Array, config: PacketLayoutConfig, out: RawPacke
 
   // Every read below lies inside [0, expected), and expected == len.
   if (out === undefined) {
-    out = {
-      version: 0,
-      flags: 0,
-      sequence: 0,
-      tick: 0,
-      ack: 0,
-      ackBits: 0,
-      despawnCount: 0,
-      updateCount: 0,
-      events: [],
-      despawns: new Uint32Array(despawnCount),
-      ids: new Uint32Array(updateCount),
-      x: new Int32Array(updateCount),
-      y: new Int32Array(updateCount),
-      z: new Int32Array(updateCount),
-    };
+    out = rawPacketOf(despawnCount, updateCount);
   } else {
     if (out.despawns.length < despawnCount) out.despawns = new Uint32Array(despawnCount);
     if (out.ids.length < updateCount) out.ids = new Uint32Array(updateCount);

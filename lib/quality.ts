@@ -248,17 +248,22 @@ class BandStats {
 // a despawn-queued flag per entry for the baselines. Small enough to stay in cache while the
 // viewer is measured.
 class ViewerBeliefs {
-  keys: Int32Array;
-  x: Int32Array;
-  y: Int32Array;
-  z: Int32Array;
-  tick: Int32Array;
-  queued: Uint8Array;
+  // Assigned by allocate(), which the constructor calls.
+  keys!: Int32Array;
+  x!: Int32Array;
+  y!: Int32Array;
+  z!: Int32Array;
+  tick!: Int32Array;
+  queued!: Uint8Array;
   size = 0;
-  mask: number;
-  shift: number;
+  mask!: number;
+  shift!: number;
   constructor(bits = 10) {
-    const n = 1 << bits;
+    this.allocate(1 << bits);
+  }
+  // Empty arrays of n slots (a power of two).
+  private allocate(n: number): void {
+    const bits = 31 - Math.clz32(n);
     this.keys = new Int32Array(n).fill(-1);
     this.x = new Int32Array(n);
     this.y = new Int32Array(n);
@@ -267,6 +272,7 @@ class ViewerBeliefs {
     this.queued = new Uint8Array(n);
     this.mask = n - 1;
     this.shift = 32 - bits;
+    this.size = 0;
   }
   private home(e: number): number {
     return Math.imul(e, 0x9e3779b1) >>> this.shift;
@@ -331,16 +337,7 @@ class ViewerBeliefs {
   }
   private rehash(n: number): void {
     const { keys, x, y, z, tick, queued } = this;
-    const bits = 31 - Math.clz32(n);
-    this.keys = new Int32Array(n).fill(-1);
-    this.x = new Int32Array(n);
-    this.y = new Int32Array(n);
-    this.z = new Int32Array(n);
-    this.tick = new Int32Array(n);
-    this.queued = new Uint8Array(n);
-    this.mask = n - 1;
-    this.shift = 32 - bits;
-    this.size = 0;
+    this.allocate(n);
     for (let i = 0; i < keys.length; i++) {
       if (keys[i] < 0) continue;
       const h = this.set(keys[i], x[i], y[i], z[i], tick[i]);
