@@ -450,3 +450,12 @@ export function refuseError(refuse: RefuseMessage, clientHash?: number): Sightli
   }
   return new SightlineError(code, message);
 }
+
+/** {@link decodeControl}, or undefined for a malformed datagram (the caller counts it). */
+export function tryDecodeControl(bytes: Uint8Array): ControlMessage | undefined {
+  try {
+    return decodeControl(bytes);
+  } catch {
+    return undefined;
+  }
+}

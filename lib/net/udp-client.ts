@@ -18,7 +18,7 @@ import {
   MSG_REFUSE,
   MSG_WELCOME,
   datagramKind,
-  decodeControl,
+  tryDecodeControl,
   encodeBye,
   encodeHello,
   encodePing,
@@ -395,10 +395,8 @@ export class UdpClient {
       c.malformed++;
       return;
     }
-    let m: ControlMessage;
-    try {
-      m = decodeControl(msg);
-    } catch {
+    const m = tryDecodeControl(msg);
+    if (m === undefined) {
       c.malformed++;
       return;
     }

@@ -13,7 +13,7 @@ import {
   MSG_HELLO,
   MSG_PING,
   RefuseCode,
-  decodeControl,
+  tryDecodeControl,
   encodeBye,
   encodePing,
   encodeRefuse,
@@ -459,10 +459,8 @@ export class UdpServer implements Transport {
       c.malformed++;
       return;
     }
-    let m: ControlMessage;
-    try {
-      m = decodeControl(msg);
-    } catch {
+    const m = tryDecodeControl(msg);
+    if (m === undefined) {
       c.malformed++;
       return;
     }
