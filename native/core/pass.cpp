@@ -32,19 +32,28 @@ inline uint32_t logBucket(uint64_t v) {
 // order, so the chosen set does not depend on the thread count.
 template <typename T, typename Key, typename Bucket>
 void keepSmallest(T* a, uint32_t n, uint32_t take, T* out, uint16_t* buckets, uint32_t* idx, Key key, Bucket bucket) {
-  uint32_t hist[kBuckets] = {};
-  for (uint32_t i = 0; i < n; ++i) {
+  // Two interleaved histograms: consecutive entries often share a bucket, and one counter would
+  // make every increment wait for the previous one.
+  uint32_t hist[kBuckets] = {}, hist2[kBuckets] = {};
+  uint32_t i = 0;
+  for (; i + 1 < n; i += 2) {
+    uint32_t b0 = bucket(a[i]), b1 = bucket(a[i + 1]);
+    buckets[i] = uint16_t(b0), buckets[i + 1] = uint16_t(b1);
+    ++hist[b0], ++hist2[b1];
+  }
+  if (i < n) {
     uint32_t b = bucket(a[i]);
     buckets[i] = uint16_t(b);
     ++hist[b];
   }
+  for (uint32_t k = 0; k < kBuckets; ++k) hist[k] += hist2[k];
   uint32_t B = 0, cum = 0;
   while (cum + hist[B] < take) cum += hist[B++];
   // Branch-free split into indices: below the threshold bucket from the front of idx, ties at it
   // from the back.
   uint32_t below = 0, t = 0;
   uint32_t* tie = idx + n;
-  for (uint32_t i = 0; i < n; ++i) {
+  for (i = 0; i < n; ++i) {
     uint32_t b = buckets[i];
     idx[below] = i;
     below += b < B;
