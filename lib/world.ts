@@ -217,8 +217,9 @@ function checkVec3(pos: unknown): [number, number, number] {
  * Lifetime: a result's bytes live in one of two output buffers that ticks use alternately. They
  * stay valid while the next tick runs (so sending may overlap the next pass) and until the tick
  * after that starts. From then on `packets`, `viewerAt` and `bytesAt` throw
- * `ERR_SIGHTLINE_RESULT_EXPIRED`; a `Uint8Array` kept from earlier would show the newer tick's
- * bytes, so copy what must outlive that (`bytes.slice()`).
+ * `ERR_SIGHTLINE_RESULT_EXPIRED`; a `Uint8Array` kept from earlier never dangles but reads
+ * whatever its buffer holds by then (a later tick's bytes), so copy what must outlive that
+ * (`bytes.slice()`).
  */
 export class TickResult {
   /** The tick number (starts at 1). */
