@@ -622,6 +622,14 @@ export async function runQuality(options: QualityOptions = {}): Promise<QualityR
     const slotsLeft = Math.floor((stateBytes - despawns * DESPAWN_RECORD_BYTES) / RECORD_BYTES);
     const take = Math.min(slotsLeft, n);
     let u = 0;
+    // Appends entity e (an index into ids/slots) as the next update record.
+    const push = (e: number): void => {
+      uIds[u] = ids[e];
+      uX[u] = X[slots[e]];
+      uY[u] = Y[slots[e]];
+      uZ[u] = Z[slots[e]];
+      u++;
+    };
     if (s.strategy === 'nearest-first') {
       if (take < n) {
         // Threshold: the take-th smallest squared distance; ties broken by entity index.
@@ -634,33 +642,13 @@ export async function runQuality(options: QualityOptions = {}): Promise<QualityR
         let ties = 0;
         const ti = sortIdx;
         for (let i = 0; i < n; i++) {
-          if (inD2[i] < t) {
-            const e = inIdx[i];
-            uIds[u] = ids[e];
-            uX[u] = X[slots[e]];
-            uY[u] = Y[slots[e]];
-            uZ[u] = Z[slots[e]];
-            u++;
-          } else if (inD2[i] === t) ti[ties++] = inIdx[i];
+          if (inD2[i] < t) push(inIdx[i]);
+          else if (inD2[i] === t) ti[ties++] = inIdx[i];
         }
         const tied = ti.subarray(0, ties).sort();
-        for (let i = 0; i < take - below; i++) {
-          const e = tied[i];
-          uIds[u] = ids[e];
-          uX[u] = X[slots[e]];
-          uY[u] = Y[slots[e]];
-          uZ[u] = Z[slots[e]];
-          u++;
-        }
+        for (let i = 0; i < take - below; i++) push(tied[i]);
       } else {
-        for (let i = 0; i < n; i++) {
-          const e = inIdx[i];
-          uIds[u] = ids[e];
-          uX[u] = X[slots[e]];
-          uY[u] = Y[slots[e]];
-          uZ[u] = Z[slots[e]];
-          u++;
-        }
+        for (let i = 0; i < n; i++) push(inIdx[i]);
       }
     } else {
       // Round-robin: in-range entities in index order, starting after the cursor, wrapping.
@@ -675,14 +663,7 @@ export async function runQuality(options: QualityOptions = {}): Promise<QualityR
         if (order[mid] <= c) lo = mid + 1;
         else hi = mid;
       }
-      for (let j = 0; j < take; j++) {
-        const e = order[(lo + j) % n];
-        uIds[u] = ids[e];
-        uX[u] = X[slots[e]];
-        uY[u] = Y[slots[e]];
-        uZ[u] = Z[slots[e]];
-        u++;
-      }
+      for (let j = 0; j < take; j++) push(order[(lo + j) % n]);
       if (take > 0) s.cursor[v] = order[(lo + take - 1) % n];
     }
     const len = encodePacket(pkt, pktView, config, seq[k][v]++, tick, dIds, despawns, uIds, uX, uY, uZ, u);
