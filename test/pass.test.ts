@@ -139,6 +139,49 @@ describe('priority accumulator', () => {
   });
 });
 
+describe('reused slots', () => {
+  it('a ghost and the later occupants of its slot are told apart while the client holds them all', async () => {
+    // Capacity 3: every despawn frees the only free slot and the next spawn reuses it, so the
+    // viewer's table holds several generations of one slot at once (inside the grace window).
+    const c = WorldConfig.build({ graceTicks: 6 });
+    const w = new World(c, { capacity: 3, threads: 1, recordGhostPositions: true });
+    const viewer = w.spawn({ x: 2000, y: 2000, z: 0 });
+    const other = w.spawn({ x: 2010, y: 2000, z: 0 });
+    let churn = w.spawn({ x: 2005, y: 2000, z: 0 });
+    w.addViewer(viewer);
+    const client = new ModelClient(c);
+    const generations: number[] = [churn];
+    let mostAtOnce = 0;
+    for (let t = 0; t < 60; t++) {
+      // Every third tick the churning entity is replaced; the others keep moving.
+      if (t % 3 === 2) {
+        const slot = w.slotOf(churn);
+        w.despawn(churn);
+        churn = w.spawn({ x: 2005 + (t % 7), y: 2000, z: 0 });
+        expect(w.slotOf(churn)).toBe(slot);
+        generations.push(churn);
+      }
+      w.positions.x[w.slotOf(other)] += 100;
+      w.positions.x[w.slotOf(churn)] += 50;
+      const res = await w.tick();
+      client.apply(res.packets[0].bytes);
+      const server = serverGhosts(w, viewer);
+      expect([...client.held.keys()].sort()).toEqual([...server.keys()].sort());
+      for (const [id, pos] of server) expect(client.held.get(id)).toEqual({ x: pos.x, y: pos.y, z: wireZ(c, pos.z) });
+      // The live occupant is held with its latest position; older generations only within the grace window.
+      expect(client.held.get(churn)?.x).toBe(w.positions.x[w.slotOf(churn)]);
+      const sameSlot = [...client.held.keys()].filter((id) => (id & 0xfffff) === w.slotOf(churn)).length;
+      mostAtOnce = Math.max(mostAtOnce, sameSlot);
+    }
+    // Several generations were held at once, and each departed one got exactly one despawn.
+    expect(generations.length).toBe(21);
+    expect(mostAtOnce).toBeGreaterThanOrEqual(3);
+    const departed = generations.filter((id) => id !== churn && !client.held.has(id));
+    expect(departed.length).toBeGreaterThan(10);
+    expect(client.despawnsReceived).toBe(departed.length);
+  });
+});
+
 describe('randomized worlds against a model of every client', () => {
   async function run(seed: number, threads: number, ticks: number, check: boolean): Promise<Uint8Array[]> {
     const r = rng(seed);

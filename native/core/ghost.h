@@ -18,7 +18,10 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <vector>
+
+#include "entities.h"
 
 namespace sightline {
 
@@ -62,10 +65,9 @@ class GhostTable {
   uint32_t capacity() const { return capacity_; }
   bool full() const { return size_ >= capacity_; }
 
-  // Asks the cache for the index and the live entries (issued a viewer ahead of its pass).
+  // Asks the cache for the entries (issued a viewer ahead of its pass). The pass reads them in
+  // order through a GhostLookup, not through the index.
   void prefetch() const {
-    const char* a = reinterpret_cast<const char*>(index_.data());
-    for (std::size_t off = 0; off < index_.size() * sizeof(uint16_t); off += 64) __builtin_prefetch(a + off);
     const char* b = reinterpret_cast<const char*>(entries_.data());
     for (std::size_t off = 0; off < std::size_t(size_) * sizeof(GhostEntry); off += 64) __builtin_prefetch(b + off);
   }
@@ -112,6 +114,47 @@ class GhostTable {
   std::vector<uint16_t> index_;
   std::vector<uint32_t> queue_;
   uint32_t qHead_ = 0, qCount_ = 0;
+};
+
+// A worker's direct map from entity slot to one ghost table's entry index, loaded at the start of
+// each viewer's pass by reading the table's entries in order. A lookup is then one load from a
+// worker-local array instead of a hash probe into a table that is cold in the cache (a table is
+// touched once per pass, and thousands of them do not fit in the cache). Each load stamps its
+// writes with a 16-bit counter, so the map is never cleared between viewers (only when the counter
+// wraps). Two entries of one slot (an old and a new generation of a reused slot) make the load
+// note a collision; lookups that miss then ask the table's own index.
+class GhostLookup {
+ public:
+  // Slots [0, slots) may be looked up and loaded: the store's high-water mark. Not during a pass.
+  void reserve(uint32_t slots) {
+    if (map_.size() < slots) map_.resize(slots, 0);
+  }
+  void load(const GhostTable& gt) {
+    if (++counter_ == 0x10000) {
+      std::fill(map_.begin(), map_.end(), 0u);
+      counter_ = 1;
+    }
+    stamp_ = counter_ << 16;
+    uint32_t* map = map_.data();
+    bool collided = false;
+    for (uint32_t i = 0, n = gt.size(); i < n; ++i) {
+      uint32_t& m = map[slotOfId(gt.at(i).id)];
+      collided |= (m & 0xffff0000u) == stamp_;
+      m = stamp_ | i;
+    }
+    collided_ = collided;
+  }
+  // Index of the entry for id in the table last loaded (unchanged since, but for field writes), or -1.
+  int32_t find(const GhostTable& gt, uint32_t id) const {
+    uint32_t m = map_[slotOfId(id)];
+    if ((m & 0xffff0000u) == stamp_ && gt.at(m & 0xffffu).id == id) return int32_t(m & 0xffffu);
+    return collided_ ? gt.find(id) : -1;
+  }
+
+ private:
+  std::vector<uint32_t> map_;  // per slot: stamp << 16 | entry index (entries < 32768)
+  uint32_t counter_ = 0, stamp_ = 0;
+  bool collided_ = false;
 };
 
 }  // namespace sightline

@@ -118,9 +118,11 @@ void World::serve(Viewer& v, Scratch& s) {
   std::memset(seen, 0, sizeof(uint64_t) * ((gt.capacity() + 63) / 64));  // entries inserted below too
   World::Scored* sc = s.scored.data();
   uint32_t m = 0, newPositive = 0;
+  GhostLookup& lookup = s.lookup;
+  lookup.load(gt);
   for (uint32_t i = 0; i < n; ++i) {
     const Candidate& k = cand[i];
-    int32_t e = gt.find(ids[k.index]);
+    int32_t e = lookup.find(gt, ids[k.index]);
     uint32_t drift, fresh = 0;
     if (e >= 0) {
       GhostEntry& ge = gt.at(uint32_t(e));
@@ -178,7 +180,7 @@ void World::serve(Viewer& v, Scratch& s) {
   uint32_t* logDespawns = log ? log->despawnIds.data() + size_t{logSlot} * log->maxDespawns : nullptr;
   for (uint32_t q = gt.queueSize(); q > 0; --q) {
     uint32_t id = gt.queueFront();
-    int32_t e = gt.find(id);
+    int32_t e = lookup.find(gt, id);
     if (e < 0) {  // removed since it was queued (an acknowledgement found the client never had it)
       gt.dequeue();
       continue;

@@ -219,6 +219,7 @@ void World::runPass(ThreadPool& pool) {
       s->seen.resize((config_.ghostTableCapacity + 63) / 64);
       s->removals.resize(config_.ghostTableCapacity), s->evicted.resize(config_.ghostTableCapacity);
     }
+    s->lookup.reserve(store_.highWater());
     s->stats = TickStats{};
   }
   const uint32_t n = static_cast<uint32_t>(viewers_.size());

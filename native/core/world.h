@@ -181,6 +181,7 @@ class World {
     std::vector<uint64_t> seen;      // bit per ghost entry: eligible this pass
     std::vector<uint32_t> removals;  // ghost entries whose despawn record went out this pass
     std::vector<uint32_t> evicted;   // ids evicted this pass
+    GhostLookup lookup;              // slot -> entry of the viewer being served
     TickStats stats;
   };
   void serve(Viewer& v, Scratch& s);

@@ -221,7 +221,36 @@ void warmTicksDoNotAllocate(unsigned threads) {
   std::printf("%u threads: %llu allocations in 200 warm ticks\n", threads, (unsigned long long)during);
 }
 
+// GhostLookup answers exactly as the table's own index: random tables, reused slots (several
+// generations of one slot held at once) and more loads than the 16-bit stamp counts.
+void ghostLookupMatchesTheIndex() {
+  std::mt19937 rng(11);
+  std::vector<GhostTable> tables;
+  for (int i = 0; i < 3; ++i) tables.emplace_back(64, false);
+  GhostLookup lookup;
+  lookup.reserve(40);
+  auto randomId = [&] { return makeId(rng() % 40, rng() % 3); };
+  uint64_t mismatches = 0, found = 0;
+  for (uint32_t round = 0; round < 70000; ++round) {
+    GhostTable& gt = tables[rng() % tables.size()];
+    uint32_t id = randomId();
+    if (gt.find(id) < 0 && !gt.full()) gt.insert(id, round);
+    if (gt.size() > 0 && rng() % 3 == 0) gt.remove(rng() % gt.size());
+    lookup.load(gt);
+    for (int k = 0; k < 4; ++k) {
+      uint32_t q = k == 0 && gt.size() > 0 ? gt.at(rng() % gt.size()).id : randomId();
+      int32_t a = lookup.find(gt, q), b = gt.find(q);
+      mismatches += a != b;
+      found += a >= 0;
+    }
+  }
+  CHECK(mismatches == 0, "GhostLookup disagreed with the table index %llu times", (unsigned long long)mismatches);
+  CHECK(found > 70000, "only %llu lookups found an entry", (unsigned long long)found);
+  std::printf("ghost lookup: 280000 lookups over 70000 loads agree with the table index\n");
+}
+
 int main() {
+  ghostLookupMatchesTheIndex();
   warmTicksDoNotAllocate(1);
   warmTicksDoNotAllocate(2);
   for (uint32_t seed = 1; seed <= 6; ++seed) {
