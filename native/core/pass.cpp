@@ -9,69 +9,11 @@
 #include "budget.h"
 #include "codec.h"
 #include "fixed.h"
+#include "select.h"
 #include "world.h"
 
 namespace sightline {
 
-namespace {
-
-// A log-scale bucket of a 64-bit key: bit width and the two bits below the leading one (a tiny
-// float), 0..259, non-decreasing in the key.
-constexpr uint32_t kBuckets = 260;
-inline uint32_t logBucket(uint64_t v) {
-  if (v < 4) return uint32_t(v);
-  uint32_t w = uint32_t(64 - __builtin_clzll(v));  // >= 3
-  return (w << 2) | uint32_t((v >> (w - 3)) & 3);
-}
-
-
-// Moves the `take` entries of a[0, n) with the smallest (key, order) to a[0, take), in no particular
-// order. A radix step first: a histogram of bucket(entry) (non-decreasing in key, cached in
-// `buckets`) finds the bucket holding the take-th key; entries in lower buckets are kept outright
-// and only the threshold bucket is ordered exactly, by (key, order). (key, order) is a strict total
-// order, so the chosen set does not depend on the thread count.
-template <typename T, typename Key, typename Bucket>
-void keepSmallest(T* a, uint32_t n, uint32_t take, T* out, uint16_t* buckets, uint32_t* idx, Key key, Bucket bucket) {
-  // Two interleaved histograms: consecutive entries often share a bucket, and one counter would
-  // make every increment wait for the previous one.
-  uint32_t hist[kBuckets] = {}, hist2[kBuckets] = {};
-  uint32_t i = 0;
-  for (; i + 1 < n; i += 2) {
-    uint32_t b0 = bucket(a[i]), b1 = bucket(a[i + 1]);
-    buckets[i] = uint16_t(b0), buckets[i + 1] = uint16_t(b1);
-    ++hist[b0], ++hist2[b1];
-  }
-  if (i < n) {
-    uint32_t b = bucket(a[i]);
-    buckets[i] = uint16_t(b);
-    ++hist[b];
-  }
-  for (uint32_t k = 0; k < kBuckets; ++k) hist[k] += hist2[k];
-  uint32_t B = 0, cum = 0;
-  while (cum + hist[B] < take) cum += hist[B++];
-  // Branch-free split into indices: below the threshold bucket from the front of idx, ties at it
-  // from the back.
-  uint32_t below = 0, t = 0;
-  uint32_t* tie = idx + n;
-  for (i = 0; i < n; ++i) {
-    uint32_t b = buckets[i];
-    idx[below] = i;
-    below += b < B;
-    tie[t] = i;
-    t += b == B;
-  }
-  uint32_t need = take - below;
-  if (t > need)
-    std::nth_element(tie, tie + need, tie + t, [&](uint32_t x, uint32_t y) {
-      uint64_t kx = key(a[x]), ky = key(a[y]);
-      return kx != ky ? kx < ky : a[x].order < a[y].order;
-    });
-  for (uint32_t k = 0; k < below; ++k) out[k] = a[idx[k]];
-  for (uint32_t k = 0; k < need; ++k) out[below + k] = a[tie[k]];
-  std::memcpy(a, out, sizeof(T) * take);
-}
-
-}  // namespace
 
 void World::serve(Viewer& v, Scratch& s) {
   const Config& c = config_;
@@ -104,8 +46,10 @@ void World::serve(Viewer& v, Scratch& s) {
   uint32_t n = g.count;
   if (n > c.ghostCap) {
     keepSmallest(
-        cand, n, c.ghostCap, s.candTies.data(), s.buckets.data(), s.indices.data(), [](const Candidate& k) { return k.d2; },
-        [](const Candidate& k) { return logBucket(k.d2); });
+        cand, n, c.ghostCap, s.candTies.data(), s.buckets.data(), s.indices.data(),
+        [](const Candidate& k) { return logBucket(k.d2); }, [](const Candidate& k, uint32_t b) { return subBucket(k.d2, b); },
+        [](const Candidate& x, const Candidate& y) { return x.d2 != y.d2 ? x.d2 < y.d2 : x.order < y.order; });
+    cand = s.candTies.data();
     n = c.ghostCap;
   }
   st.eligible += n;
@@ -213,10 +157,14 @@ void World::serve(Viewer& v, Scratch& s) {
   uint32_t take;
   if (newPositive <= room) {
     take = std::min(m, slots);
-    if (m > slots && take > 0)
+    if (m > slots && take > 0) {
       keepSmallest(
-          sc, m, take, s.ties.data(), s.buckets.data(), s.indices.data(), [](const World::Scored& r) { return ~r.score; },
-          [](const World::Scored& r) { return kBuckets - 1 - logBucket(r.score); });
+          sc, m, take, s.ties.data(), s.buckets.data(), s.indices.data(),
+          [](const World::Scored& r) { return kBuckets - 1 - logBucket(r.score); },
+          [](const World::Scored& r, uint32_t b) { return 63 - subBucket(r.score, kBuckets - 1 - b); },
+          [](const World::Scored& x, const World::Scored& y) { return x.score != y.score ? x.score > y.score : x.order < y.order; });
+      sc = s.ties.data();
+    }
   } else {
     std::sort(sc, sc + m, [](const World::Scored& a, const World::Scored& b) {
       return a.score != b.score ? a.score > b.score : a.order < b.order;

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "errors.h"
+#include "select.h"
 #include "world.h"
 
 using namespace sightline;
@@ -249,7 +250,61 @@ void ghostLookupMatchesTheIndex() {
   std::printf("ghost lookup: 280000 lookups over 70000 loads agree with the table index\n");
 }
 
+// keepSmallest against a full sort: keys drawn to make ties at every level (all equal, a few
+// values, narrow ranges, spread over many octaves), smallest-first (distances) and largest-first
+// (scores, with the bucket and sub-bucket flipped as the pass does).
+void selectionMatchesASort() {
+  struct E { uint64_t key; uint32_t order; };
+  std::mt19937_64 rng(5);
+  std::vector<E> a(700), out(700), ref;
+  std::vector<uint16_t> buckets(700);
+  std::vector<uint32_t> idx(1400);
+  uint32_t runs = 0;
+  for (uint32_t round = 0; round < 20000; ++round) {
+    uint32_t n = 2 + uint32_t(rng() % 699), take = 1 + uint32_t(rng() % (n - 1));
+    uint32_t kind = round % 5;
+    uint64_t base = rng() >> (rng() % 64);
+    for (uint32_t i = 0; i < n; ++i) {
+      uint64_t k;
+      switch (kind) {
+        case 0: k = base; break;
+        case 1: k = base + rng() % 3; break;
+        case 2: k = base + rng() % 5000; break;
+        case 3: k = rng() >> (rng() % 64); break;
+        default: k = rng() % 8; break;
+      }
+      a[i] = E{k, i};
+    }
+    const bool largest = round % 2 == 1;
+    auto less = [&](const E& x, const E& y) {
+      if (x.key != y.key) return largest ? x.key > y.key : x.key < y.key;
+      return x.order < y.order;
+    };
+    if (largest)
+      keepSmallest(a.data(), n, take, out.data(), buckets.data(), idx.data(),
+                   [](const E& e) { return kBuckets - 1 - logBucket(e.key); },
+                   [](const E& e, uint32_t b) { return 63 - subBucket(e.key, kBuckets - 1 - b); }, less);
+    else
+      keepSmallest(a.data(), n, take, out.data(), buckets.data(), idx.data(), [](const E& e) { return logBucket(e.key); },
+                   [](const E& e, uint32_t b) { return subBucket(e.key, b); }, less);
+    ref.assign(a.begin(), a.begin() + n);
+    std::sort(ref.begin(), ref.end(), less);
+    std::vector<uint32_t> got(take), want(take);
+    for (uint32_t i = 0; i < take; ++i) got[i] = out[i].order, want[i] = ref[i].order;
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    if (got != want) {
+      CHECK(false, "selection round %u (n %u, take %u, kind %u) differs from a sort", round, n, take, kind);
+      return;
+    }
+    ++runs;
+  }
+  CHECK(runs == 20000, "selection rounds %u", runs);
+  std::printf("selection: 20000 random selections equal a full sort\n");
+}
+
 int main() {
+  selectionMatchesASort();
   ghostLookupMatchesTheIndex();
   warmTicksDoNotAllocate(1);
   warmTicksDoNotAllocate(2);

@@ -1,0 +1,96 @@
+// Partial selection for the pass: the `take` smallest of n entries under a strict total order,
+// by a two-level radix select on a log-scale bucket of a 64-bit key. Used for eligibility (nearest
+// ghostCap candidates) and for the choice of updates (highest scores). No allocation: the caller
+// passes the scratch.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+namespace sightline {
+
+// A log-scale bucket of a 64-bit key: bit width and the two bits below the leading one (a tiny
+// float), 0..259, non-decreasing in the key.
+constexpr uint32_t kBuckets = 260;
+inline uint32_t logBucket(uint64_t v) {
+  if (v < 4) return uint32_t(v);
+  uint32_t w = uint32_t(64 - __builtin_clzll(v));  // >= 3
+  return (w << 2) | uint32_t((v >> (w - 3)) & 3);
+}
+
+// Level 2 inside log bucket b: 64 sub-buckets splitting its key range [lo, lo + 2^(w-3)) evenly
+// (w = b >> 2); 0..63, non-decreasing in v. Buckets below 4 hold one key each.
+inline uint32_t subBucket(uint64_t v, uint32_t b) {
+  if (b < 4) return 0;
+  uint32_t w = b >> 2;
+  uint64_t off = v - (uint64_t(4 | (b & 3)) << (w - 3));
+  return uint32_t(w > 9 ? off >> (w - 9) : off);
+}
+
+// Writes the `take` entries of a[0, n) with the smallest (key, order) to out[0, take), in no
+// particular order. A radix select: a histogram of bucket(entry) (non-decreasing in key, cached in
+// `buckets`) finds the bucket holding the take-th key; entries in lower buckets are kept outright.
+// The threshold bucket is split again into 64 sub-buckets by sub(entry, bucket), and only its
+// threshold sub-bucket (usually one or two entries) is ordered exactly by less (key, then order).
+// (key, order) is a strict total order, so the chosen set does not depend on the thread count.
+// Requires 0 < take < n; buckets has room for n entries and idx for 2n.
+template <typename T, typename Bucket, typename Sub, typename Less>
+void keepSmallest(const T* a, uint32_t n, uint32_t take, T* out, uint16_t* buckets, uint32_t* idx, Bucket bucket,
+                  Sub sub, Less less) {
+  // Two interleaved histograms: consecutive entries often share a bucket, and one counter would
+  // make every increment wait for the previous one.
+  uint32_t hist[kBuckets] = {}, hist2[kBuckets] = {};
+  uint32_t i = 0;
+  for (; i + 1 < n; i += 2) {
+    uint32_t b0 = bucket(a[i]), b1 = bucket(a[i + 1]);
+    buckets[i] = uint16_t(b0), buckets[i + 1] = uint16_t(b1);
+    ++hist[b0], ++hist2[b1];
+  }
+  if (i < n) {
+    uint32_t b = bucket(a[i]);
+    buckets[i] = uint16_t(b);
+    ++hist[b];
+  }
+  uint32_t B = 0, cum = 0;
+  while (cum + hist[B] + hist2[B] < take) cum += hist[B] + hist2[B], ++B;
+  // Branch-free split into indices: below the threshold bucket from the front of idx, ties at it
+  // from the back.
+  uint32_t below = 0, t = 0;
+  uint32_t* tie = idx + n;
+  for (i = 0; i < n; ++i) {
+    uint32_t b = buckets[i];
+    idx[below] = i;
+    below += b < B;
+    tie[t] = i;
+    t += b == B;
+  }
+  uint32_t need = take - below;  // >= 1 and <= t
+  if (t > need) {
+    // Level 2 over the threshold bucket. Winners move to the front of tie (in place: writes trail
+    // reads); the threshold sub-bucket goes to idx[below, ...), free since below + t <= n.
+    uint32_t sh[64] = {};
+    for (uint32_t j = 0; j < t; ++j) {
+      uint32_t s = sub(a[tie[j]], B);
+      buckets[tie[j]] = uint16_t(s);
+      ++sh[s];
+    }
+    uint32_t SB = 0, cum2 = 0;
+    while (cum2 + sh[SB] < need) cum2 += sh[SB++];
+    uint32_t* rest = idx + below;
+    uint32_t won = 0, r = 0;
+    for (uint32_t j = 0; j < t; ++j) {
+      uint32_t x = tie[j], s = buckets[x];
+      tie[won] = x;
+      won += s < SB;
+      rest[r] = x;
+      r += s == SB;
+    }
+    uint32_t need2 = need - won;  // >= 1 and <= r
+    if (r > need2) std::nth_element(rest, rest + need2, rest + r, [&](uint32_t x, uint32_t y) { return less(a[x], a[y]); });
+    for (uint32_t k = 0; k < need2; ++k) out[below + won + k] = a[rest[k]];
+    need = won;
+  }
+  for (uint32_t k = 0; k < below; ++k) out[k] = a[idx[k]];
+  for (uint32_t k = 0; k < need; ++k) out[below + k] = a[tie[k]];
+}
+
+}  // namespace sightline
