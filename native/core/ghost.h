@@ -129,32 +129,38 @@ class GhostLookup {
   void reserve(uint32_t slots) {
     if (map_.size() < slots) map_.resize(slots, 0);
   }
-  void load(const GhostTable& gt) {
+  // The map for one table, read through locals (the pass's stores cannot alias them).
+  struct Loaded {
+    const GhostTable& gt;
+    const uint32_t* map;
+    uint32_t stamp;
+    bool collided;
+    // Index of the entry for id in the table (unchanged since the load, but for field writes), or -1.
+    int32_t find(uint32_t id) const {
+      uint32_t m = map[slotOfId(id)];
+      if ((m & 0xffff0000u) == stamp && gt.at(m & 0xffffu).id == id) return int32_t(m & 0xffffu);
+      return collided ? gt.find(id) : -1;
+    }
+  };
+  Loaded load(const GhostTable& gt) {
     if (++counter_ == 0x10000) {
       std::fill(map_.begin(), map_.end(), 0u);
       counter_ = 1;
     }
-    stamp_ = counter_ << 16;
+    const uint32_t stamp = counter_ << 16;
     uint32_t* map = map_.data();
     bool collided = false;
     for (uint32_t i = 0, n = gt.size(); i < n; ++i) {
       uint32_t& m = map[slotOfId(gt.at(i).id)];
-      collided |= (m & 0xffff0000u) == stamp_;
-      m = stamp_ | i;
+      collided |= (m & 0xffff0000u) == stamp;
+      m = stamp | i;
     }
-    collided_ = collided;
-  }
-  // Index of the entry for id in the table last loaded (unchanged since, but for field writes), or -1.
-  int32_t find(const GhostTable& gt, uint32_t id) const {
-    uint32_t m = map_[slotOfId(id)];
-    if ((m & 0xffff0000u) == stamp_ && gt.at(m & 0xffffu).id == id) return int32_t(m & 0xffffu);
-    return collided_ ? gt.find(id) : -1;
+    return Loaded{gt, map, stamp, collided};
   }
 
  private:
   std::vector<uint32_t> map_;  // per slot: stamp << 16 | entry index (entries < 32768)
-  uint32_t counter_ = 0, stamp_ = 0;
-  bool collided_ = false;
+  uint32_t counter_ = 0;
 };
 
 }  // namespace sightline

@@ -58,22 +58,21 @@ void World::serve(Viewer& v, Scratch& s) {
   // client does not hold it. Held ghosts are marked seen (and revived if departing).
   const uint32_t* odo = snap.odo.data();
   const uint32_t* ids = snap.ids.data();
-  uint64_t* seen = s.seen.data();
-  std::memset(seen, 0, sizeof(uint64_t) * ((gt.capacity() + 63) / 64));  // entries inserted below too
+  uint8_t* seen = s.seen.data();
+  std::memset(seen, 0, gt.capacity());  // entries inserted below too
   World::Scored* sc = s.scored.data();
   uint32_t m = 0, newPositive = 0;
-  GhostLookup& lookup = s.lookup;
-  lookup.load(gt);
+  const GhostLookup::Loaded lookup = s.lookup.load(gt);
   for (uint32_t i = 0; i < n; ++i) {
     const Candidate& k = cand[i];
-    int32_t e = lookup.find(gt, ids[k.index]);
+    int32_t e = lookup.find(ids[k.index]);
     uint32_t drift, fresh = 0;
     if (e >= 0) {
       GhostEntry& ge = gt.at(uint32_t(e));
       if (ge.state == kDespawnSent) {
         drift = c.newDrift, fresh = 1;  // its despawn is in flight: announce it again
       } else {
-        seen[e >> 6] |= uint64_t{1} << (e & 63);
+        seen[e] = 1;
         if (ge.state == kDeparting) ge.state = kLive;
         if (ge.flags & kUnheld) drift = c.newDrift, fresh = 1;
         else drift = odo[k.index] - ge.mark;
@@ -124,7 +123,7 @@ void World::serve(Viewer& v, Scratch& s) {
   uint32_t* logDespawns = log ? log->despawnIds.data() + size_t{logSlot} * log->maxDespawns : nullptr;
   for (uint32_t q = gt.queueSize(); q > 0; --q) {
     uint32_t id = gt.queueFront();
-    int32_t e = lookup.find(gt, id);
+    int32_t e = lookup.find(id);
     if (e < 0) {  // removed since it was queued (an acknowledgement found the client never had it)
       gt.dequeue();
       continue;
@@ -191,7 +190,7 @@ void World::serve(Viewer& v, Scratch& s) {
     uint32_t e;
     if (r.entry < 0) {
       e = gt.insert(id, odo[idx]);
-      seen[e >> 6] |= uint64_t{1} << (e & 63);
+      seen[e] = 1;
       if (log) gt.ackAt(e).born = v.sequence;
     } else {
       e = uint32_t(r.entry);
@@ -200,7 +199,7 @@ void World::serve(Viewer& v, Scratch& s) {
       if (r.fresh) {  // announced again: its despawn was in flight, or its announcement lost
         ge.state = kLive, ge.missed = 0;
         ge.flags &= uint8_t(~kUnheld);
-        seen[e >> 6] |= uint64_t{1} << (e & 63);
+        seen[e] = 1;
         gt.ackAt(e).confirmed = 0;
         gt.ackAt(e).born = v.sequence;
       }
@@ -226,7 +225,7 @@ void World::serve(Viewer& v, Scratch& s) {
   uint32_t evicted = 0;
   for (uint32_t i = 0, sz = gt.size(); i < sz; ++i) {
     GhostEntry& ge = gt.at(i);
-    if (seen[i >> 6] & (uint64_t{1} << (i & 63))) {
+    if (seen[i]) {
       if (ge.missed) ge.missed = 0;
       continue;
     }

@@ -237,10 +237,10 @@ void ghostLookupMatchesTheIndex() {
     uint32_t id = randomId();
     if (gt.find(id) < 0 && !gt.full()) gt.insert(id, round);
     if (gt.size() > 0 && rng() % 3 == 0) gt.remove(rng() % gt.size());
-    lookup.load(gt);
+    const GhostLookup::Loaded loaded = lookup.load(gt);
     for (int k = 0; k < 4; ++k) {
       uint32_t q = k == 0 && gt.size() > 0 ? gt.at(rng() % gt.size()).id : randomId();
-      int32_t a = lookup.find(gt, q), b = gt.find(q);
+      int32_t a = loaded.find(q), b = gt.find(q);
       mismatches += a != b;
       found += a >= 0;
     }
