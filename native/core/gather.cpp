@@ -35,13 +35,31 @@ GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t r2, u
   Subscription box = subscriptionBox(vcx, vcy, c.cellRadius, c.cellsPerAxis);
   GatherResult r{0, 0};
   if (box.empty()) return r;
+  uint32_t n = 0, examined = 0;
+  // When the box holds no more than walkCap entities the cap cannot bind and every cell is scanned:
+  // the box is then read row by row, a row of cells being one range of the snapshot.
+  const uint32_t* cs = snap.cellStart.data();
+  const size_t rowWidth = size_t(box.x1) - size_t(box.x0) + 1;
+  uint64_t inBox = 0;
+  for (int32_t cy = box.y0; cy <= box.y1; ++cy) {
+    size_t row = size_t(cy) * c.cellsPerAxis + size_t(box.x0);
+    inBox += cs[row + rowWidth] - cs[row];
+  }
+  if (inBox <= walkCap) {
+    for (int32_t cy = box.y0; cy <= box.y1; ++cy) {
+      size_t row = size_t(cy) * c.cellsPerAxis + size_t(box.x0);
+      n = scanRange(snap, cs[row], cs[row + rowWidth], vx, vy, r2, exclude, out, n);
+    }
+    r.count = n;
+    r.examined = uint32_t(inBox);
+    return r;
+  }
   const uint32_t S = g.S, SS = S * S;
   // The viewer's sub-cell within its own cell picks the visit order of the cells around it.
   const int64_t ownQx = (vx - (vcx << c.cellShift)) >> c.subShift, ownQy = (vy - (vcy << c.cellShift)) >> c.subShift;
   const size_t ringBase = size_t(ownQy * S + ownQx) * g.ringSize;
   const int8_t* ringDx = g.ringDx.data() + ringBase;
   const int8_t* ringDy = g.ringDy.data() + ringBase;
-  uint32_t n = 0, examined = 0;
   // One cell or sub-cell is scanned for at most 2 x walkCap - n entities (snapshot order): a crowd
   // packed onto one spot, finer than the sub-grid, costs no more than that. Uncapped walks scan all.
   const bool capped = walkCap < (1u << 30);

@@ -5,7 +5,8 @@
 // occupants; within a visited cell every entity in range is kept. One exception bounds the cost of
 // a crowd packed finer than the sub-grid (everyone on one spot): a single cell or sub-cell is
 // scanned for at most 2 x walkCap - (candidates so far) entities, in snapshot order, so a capped
-// walk never holds more than 2 x walkCap candidates.
+// walk never holds more than 2 x walkCap candidates. A box holding no more than walkCap entities is
+// read row by row instead (the cap cannot bind; the same candidates, in row order).
 #pragma once
 #include <cstdint>
 
@@ -15,7 +16,7 @@ namespace sightline {
 
 struct Candidate {
   uint32_t index;  // position in the snapshot arrays
-  uint32_t order;  // position in gather order (nearest cells first): the tie-break
+  uint32_t order;  // position in gather order: the tie-break after the distance
   uint64_t d2;     // squared horizontal distance to the viewer, raw^2
 };
 

@@ -83,7 +83,7 @@ void World::serve(Viewer& v, Scratch& s) {
     // band = ilog2(d2). drift < 2^32 and weight < 2^32: the product fits in 64 bits (never saturates).
     uint64_t score = uint64_t{drift} * c.bandWeights[ilog2(k.d2)];
     if (score == 0) continue;  // the cut at the first zero score: unmoved since last sent
-    sc[m++] = World::Scored{score, k.order, k.index, e, fresh};
+    sc[m++] = World::Scored{score, i, k.index, e, fresh};
     newPositive += e < 0;
   }
 
@@ -150,7 +150,13 @@ void World::serve(Viewer& v, Scratch& s) {
   }
   st.despawns += despawns;
 
-  // Selection: the top `slots` by (score descending, candidate order). New ghosts need room.
+  // Selection: the top `slots` by score descending, ties nearest first (distance, then gather
+  // order). New ghosts need room.
+  auto before = [cand](const World::Scored& x, const World::Scored& y) {
+    if (x.score != y.score) return x.score > y.score;
+    const Candidate &a = cand[x.order], &b = cand[y.order];
+    return a.d2 != b.d2 ? a.d2 < b.d2 : a.order < b.order;
+  };
   uint32_t slots = updateSlots(budget, despawns);
   uint32_t room = gt.capacity() - gt.size();
   uint32_t take;
@@ -161,13 +167,11 @@ void World::serve(Viewer& v, Scratch& s) {
           sc, m, take, s.ties.data(), s.buckets.data(), s.indices.data(),
           [](const World::Scored& r) { return kBuckets - 1 - logBucket(r.score); },
           [](const World::Scored& r, uint32_t b) { return 63 - subBucket(r.score, kBuckets - 1 - b); },
-          [](const World::Scored& x, const World::Scored& y) { return x.score != y.score ? x.score > y.score : x.order < y.order; });
+          before);
       sc = s.ties.data();
     }
   } else {
-    std::sort(sc, sc + m, [](const World::Scored& a, const World::Scored& b) {
-      return a.score != b.score ? a.score > b.score : a.order < b.order;
-    });
+    std::sort(sc, sc + m, before);
     take = 0;
     for (uint32_t i = 0; i < m && take < slots; ++i) {
       if (sc[i].entry < 0) {

@@ -167,8 +167,9 @@ class World {
   double odometerMicros = 0, snapshotMicros = 0, passMicros = 0;
 
  private:
-  // A candidate with its score; entry = its ghost table index, or -1 when it has none; fresh = the
-  // client does not hold it (no entry, or a despawn in flight).
+  // A candidate with its score; order = its position among the eligible candidates; entry = its
+  // ghost table index, or -1 when it has none; fresh = the client does not hold it (no entry, or a
+  // despawn in flight).
   struct Scored { uint64_t score; uint32_t order; uint32_t index; int32_t entry; uint32_t fresh; };
   // Per-worker scratch, on its own cache lines.
   struct alignas(64) Scratch {
