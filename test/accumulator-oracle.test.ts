@@ -1,0 +1,417 @@
+// The pass's choice of updates, checked tick by tick against a slow model of the priority
+// accumulator written here from the rules (docs/architecture.md, docs/wire-format.md):
+//
+//   odometer   each tick a live entity adds |dx| + |dy| + |dz| (raw) since the previous tick; the
+//              first tick after its spawn adds 0. Tracked here from the moves this test makes.
+//   candidates entities inside the region [0, regionRaw)² within the view radius of the viewer's
+//              avatar (2D, d2 = dx² + dy² <= viewRadiusRaw², inclusive), the avatar itself excluded.
+//              walkCap and ghostCap never bind in these worlds, so every candidate is eligible.
+//   drift      odometer now - odometer when last sent to this viewer, if its client holds the
+//              entity; newDrift (the view radius, raw) if it does not.
+//   score      drift × bandWeights[ilog2(d2)], exact (BigInt: the product passes 2^53).
+//   selection  zero scores are never sent; the packet carries the top `slots` positive scores,
+//              score descending, ties nearest first (d2 ascending), where
+//              slots = floor((payloadBytes - 16 - 4 × despawnCount) / 12) and despawnCount is the
+//              packet's own; with fewer positive candidates than slots, all of them.
+//
+// What the client holds comes from ModelClient (packets only); the mark of a sent entity is this
+// test's own odometer at the tick the packet carried it.
+import { describe, it, expect } from 'vitest';
+import { World, WorldConfig } from '../lib/index.js';
+import { decodePacketRaw, createRawPacket, type RawPacket } from '../lib/decode.js';
+import { ModelClient, randInt, rng, withSeed } from './helpers/model.js';
+
+type Kind = 'still' | 'walker' | 'bobber' | 'jumper';
+
+interface Ent {
+  id: number;
+  slot: number;
+  x: number;
+  y: number;
+  z: number;
+  px: number;
+  py: number;
+  pz: number;
+  /** Model odometer, u32. */
+  odo: number;
+  /** Spawned since the last tick: its first tick adds 0. */
+  fresh: boolean;
+  kind: Kind;
+  avatar: boolean;
+}
+
+interface ViewerModel {
+  avatar: Ent;
+  payload: number;
+  client: ModelClient;
+  /** id -> model odometer when last sent to this viewer. */
+  marks: Map<number, number>;
+  scratch: RawPacket;
+}
+
+interface Cand {
+  id: number;
+  d2: number;
+  band: number;
+  drift: number;
+  held: boolean;
+  score: bigint;
+}
+
+/** floor(log2(v)) for an integer v < 2^53; 0 for v = 0, as ilog2 in native/core/fixed.h. */
+function ilog2(v: number): number {
+  if (v <= 0) return 0;
+  let b = Math.floor(Math.log2(v));
+  // Correct a rounding of log2 near powers of two.
+  while (2 ** b > v) b--;
+  while (2 ** (b + 1) <= v) b++;
+  return b;
+}
+
+/** Score descending, then distance ascending. 0 means an exact tie (gather order decides). */
+function cmp(a: Cand, b: Cand): number {
+  if (a.score !== b.score) return a.score > b.score ? -1 : 1;
+  return a.d2 - b.d2;
+}
+
+function describeCand(c: Cand, rank: number): string {
+  return `id ${c.id} rank ${rank} score ${c.score} drift ${c.drift}${c.held ? '' : ' (new)'} d2 ${c.d2} band ${c.band}`;
+}
+
+interface Scenario {
+  seed: number;
+  threads: number;
+  /** 'uncapped': walkCap Infinity. 'ring': a finite walkCap above every viewer's candidate count
+   *  (and every cell's population) but below many subscription boxes' population, so the gather
+   *  takes its ring-order walk (cells as large as the view radius, dense ones split into
+   *  sub-grids) and still keeps every candidate. */
+  walk: 'uncapped' | 'ring';
+  /** 'default': the 1/d band weights and newDrift = view radius. 'random': 64 random weights in
+   *  [1, 2^32) (not monotone, so the band of every candidate matters) and a random newDrift. */
+  weights: 'default' | 'random';
+  ticks: number;
+}
+
+const REGION_M = 256;
+const VIEW_M = 64;
+const RING_WALK_CAP = 120;
+
+interface Coverage {
+  /** Packets compared. */
+  checked: number;
+  /** Packets with fewer positive scores than slots while some candidate scored zero: the cut at zero decided. */
+  zeroCuts: number;
+  /** Packets with more positive scores than slots: the budget decided. */
+  budgetBound: number;
+  /** Of those, packets whose cut fell between two equal scores: the distance decided. */
+  distanceTies: number;
+  /** Packets whose cut fell inside an exact (score, d2) tie: the model accepted any choice among it. */
+  exactTies: number;
+  /** Packets carrying despawn records (fewer slots). */
+  despawnPackets: number;
+  /** Passes whose subscription box held more than walkCap entities (the ring-order walk). */
+  ringPasses: number;
+  /** Ticks with at least one dense cell. */
+  denseTicks: number;
+}
+
+async function runScenario(s: Scenario): Promise<Coverage> {
+  const r = rng(s.seed);
+  // Drawn from their own generator: the same seed moves the same world in every scenario.
+  const rw = rng(s.seed ^ 0x5eed);
+  const custom =
+    s.weights === 'random' ? { bandWeights: Array.from({ length: 64 }, () => randInt(rw, 1, 2 ** 32)), newDrift: randInt(rw, 1, 4 * VIEW_M) } : {};
+  const c = WorldConfig.build({
+    ...custom,
+    regionSize: REGION_M,
+    viewRadius: VIEW_M,
+    walkCap: s.walk === 'uncapped' ? Infinity : RING_WALK_CAP,
+    ghostCap: 1024,
+    graceTicks: randInt(r, 0, 5),
+    ...(s.walk === 'ring' ? { cellSize: VIEW_M, denseCellThreshold: 12, subGridDivisions: 4 } : {}),
+  });
+  const region = c.regionRaw;
+  const r2 = c.viewRadiusRaw * c.viewRadiusRaw;
+  const weights = c.bandWeights.map((v) => BigInt(v));
+  expect(weights.length).toBe(64);
+  if (s.weights === 'default') expect(c.newDrift).toBe(c.viewRadiusRaw);
+  else expect(c.bandWeights).toEqual(custom.bandWeights);
+  const w = new World(c, { capacity: 1024, threads: s.threads });
+
+  const ents = new Map<number, Ent>();
+  const kinds: Kind[] = ['still', 'still', 'walker', 'walker', 'walker', 'walker', 'walker', 'bobber', 'jumper'];
+  // A hotspot: some entities start crowded around it (dense cells; more candidates than slots).
+  const hx = randInt(r, region / 4, (3 * region) / 4);
+  const hy = randInt(r, region / 4, (3 * region) / 4);
+  const spawn = (avatar = false): Ent => {
+    let x: number, y: number;
+    if (!avatar && r() < 0.1) {
+      x = hx + randInt(r, -20_000, 20_000);
+      y = hy + randInt(r, -20_000, 20_000);
+    } else {
+      x = randInt(r, 0, region);
+      y = randInt(r, 0, region);
+    }
+    const z = randInt(r, -50_000, 50_000);
+    // Raw / 1024 is exact in a double, so the engine stores exactly these raw values.
+    const id = w.spawn({ x: x / 1024, y: y / 1024, z: z / 1024 });
+    const slot = w.slotOf(id);
+    expect([w.positions.x[slot], w.positions.y[slot], w.positions.z[slot]]).toEqual([x, y, z]);
+    const e: Ent = { id, slot, x, y, z, px: x, py: y, pz: z, odo: 0, fresh: true, kind: avatar ? 'walker' : kinds[randInt(r, 0, kinds.length)], avatar };
+    ents.set(id, e);
+    return e;
+  };
+
+  const viewers: ViewerModel[] = [];
+  for (let i = 0; i < 8; i++) {
+    const avatar = spawn(true);
+    // Half the viewers get a tight budget (1 to 8 update slots, sometimes a few spare bytes), so the
+    // selection and the despawns' share of it matter; the rest a medium or the default payload.
+    const k = r();
+    const payload =
+      i % 2 === 0
+        ? 16 + 12 * randInt(r, 1, 9) + 4 * randInt(r, 0, 3)
+        : k < 0.5
+          ? c.payloadBytes
+          : 16 + 12 * randInt(r, 10, 40) + 4 * randInt(r, 0, 3);
+    w.addViewer(avatar.id, { payloadBytes: payload, sendPeriod: 1 });
+    viewers.push({ avatar, payload, client: new ModelClient(c, payload), marks: new Map(), scratch: createRawPacket(payload) });
+  }
+  for (let i = 0; i < 300; i++) spawn();
+
+  const setPos = (e: Ent, x: number, y: number, z: number) => {
+    e.x = x;
+    e.y = y;
+    e.z = z;
+    w.positions.x[e.slot] = x;
+    w.positions.y[e.slot] = y;
+    w.positions.z[e.slot] = z;
+  };
+  const clamp = (v: number, lo: number, hi: number) => Math.min(Math.max(v, lo), hi);
+
+  const cov: Coverage = { checked: 0, zeroCuts: 0, budgetBound: 0, distanceTies: 0, exactTies: 0, despawnPackets: 0, ringPasses: 0, denseTicks: 0 };
+
+  for (let t = 1; t <= s.ticks; t++) {
+    // Moves.
+    for (const e of ents.values()) {
+      if (e.avatar) {
+        // Avatars wander inside the region (a viewer outside it would be skipped).
+        if (r() < 0.8) setPos(e, clamp(e.x + randInt(r, -1500, 1501), 0, region - 1), clamp(e.y + randInt(r, -1500, 1501), 0, region - 1), e.z + randInt(r, -100, 101));
+        continue;
+      }
+      if (r() < 0.005) {
+        // Anyone may be teleported now and then.
+        setPos(e, randInt(r, 0, region), randInt(r, 0, region), e.z);
+        continue;
+      }
+      switch (e.kind) {
+        case 'still':
+          break;
+        case 'walker':
+          // Walkers rest one tick in five; they may stray a little outside the region and back.
+          if (r() < 0.8) {
+            setPos(
+              e,
+              clamp(e.x + randInt(r, -800, 801), -8000, region + 8000),
+              clamp(e.y + randInt(r, -800, 801), -8000, region + 8000),
+              e.z + randInt(r, -50, 51),
+            );
+          }
+          break;
+        case 'bobber':
+          // Only z changes: drift grows while the distance (2D) stays put.
+          if (r() < 0.7) setPos(e, e.x, e.y, e.z + randInt(r, -300, 301));
+          break;
+        case 'jumper':
+          if (r() < 0.1) {
+            const out = r() < 0.15;
+            setPos(e, out ? randInt(r, -20_000, 0) : randInt(r, 0, region), randInt(r, 0, region), randInt(r, -50_000, 50_000));
+          }
+          break;
+      }
+    }
+    // Despawns and spawns (never an avatar).
+    for (let k = 0; k < 3; k++) {
+      if (r() < 0.4) {
+        const pool = [...ents.values()].filter((e) => !e.avatar);
+        const e = pool[randInt(r, 0, pool.length)];
+        w.despawn(e.id);
+        ents.delete(e.id);
+      }
+      if (ents.size < 400 && r() < 0.4) spawn();
+    }
+
+    // The model odometer, as the tick will advance it.
+    for (const e of ents.values()) {
+      if (e.fresh) e.fresh = false;
+      else e.odo = (e.odo + Math.abs(e.x - e.px) + Math.abs(e.y - e.py) + Math.abs(e.z - e.pz)) >>> 0;
+      e.px = e.x;
+      e.py = e.y;
+      e.pz = e.z;
+    }
+
+    const res = await w.tick();
+
+    for (const e of ents.values()) {
+      if (w.odometer(e.id) !== e.odo) throw new Error(`tick ${t}: odometer of ${e.id} is ${w.odometer(e.id)}, the model says ${e.odo}`);
+    }
+    expect(res.stats.ghostTableFull).toBe(0);
+    if (res.stats.denseCells > 0) cov.denseTicks++;
+    if (s.walk === 'ring') {
+      // A capped walk scans at most 2 × walkCap - (candidates so far) entities of one cell; every
+      // cell holds fewer than walkCap, so no scan is cut short.
+      const occ = w.snapshotInfo().maxCellOccupancy;
+      if (occ >= c.walkCap) throw new Error(`test world too crowded: a cell holds ${occ} entities (walkCap ${c.walkCap})`);
+    }
+    expect(res.packets.length).toBe(viewers.length);
+
+    let candidateTotal = 0;
+    const packetOf = new Map(res.packets.map((p) => [p.viewer, p.bytes]));
+    for (const v of viewers) {
+      const bytes = packetOf.get(v.avatar.id);
+      if (!bytes) throw new Error(`tick ${t}: no packet for viewer ${v.avatar.id}`);
+      const raw = decodePacketRaw(bytes, c, v.scratch);
+      const slots = Math.floor((v.payload - 16 - 4 * raw.despawnCount) / 12);
+      if (raw.despawnCount > 0) cov.despawnPackets++;
+
+      // The model: every candidate with its drift and score.
+      const vx = v.avatar.x;
+      const vy = v.avatar.y;
+      const cands: Cand[] = [];
+      let zero = 0;
+      let inBox = 0;
+      const vcx = vx >> c.cellShift;
+      const vcy = vy >> c.cellShift;
+      for (const e of ents.values()) {
+        if (e.x < 0 || e.y < 0 || e.x >= region || e.y >= region) continue;
+        if (Math.abs((e.x >> c.cellShift) - vcx) <= c.cellRadius && Math.abs((e.y >> c.cellShift) - vcy) <= c.cellRadius) inBox++;
+        if (e === v.avatar) continue;
+        const dx = e.x - vx;
+        const dy = e.y - vy;
+        const d2 = dx * dx + dy * dy;
+        if (d2 > r2) continue;
+        const held = v.client.held.has(e.id);
+        let drift: number;
+        if (held) {
+          const mark = v.marks.get(e.id);
+          if (mark === undefined) throw new Error(`tick ${t}: viewer ${v.avatar.id} holds ${e.id} but the test never saw it sent`);
+          drift = (e.odo - mark) >>> 0;
+        } else {
+          drift = c.newDrift;
+        }
+        const band = ilog2(d2);
+        const score = BigInt(drift) * weights[band];
+        if (score === 0n) {
+          zero++;
+          candidateTotal++;
+          continue;
+        }
+        cands.push({ id: e.id, d2, band, drift, held, score });
+        candidateTotal++;
+      }
+      if (inBox > c.walkCap) cov.ringPasses++;
+      if (zero > 0 && cands.length < slots) cov.zeroCuts++;
+      // The worlds are built so that neither cap binds: every candidate is eligible.
+      if (cands.length + zero >= Math.min(c.walkCap, c.ghostCap)) {
+        throw new Error(`test world too crowded: viewer ${v.avatar.id} has ${cands.length + zero} candidates (walkCap ${c.walkCap}, ghostCap ${c.ghostCap})`);
+      }
+
+      cands.sort(cmp);
+      const take = Math.min(slots, cands.length);
+      // The chosen set is the first `take`; an exact tie (score and d2) straddling the cut is decided
+      // by gather order, which the model does not know: any `need` of that tie group will do.
+      let lo = take;
+      let hi = take;
+      if (take > 0 && take < cands.length && cmp(cands[take - 1], cands[take]) === 0) {
+        lo = take - 1;
+        while (lo > 0 && cmp(cands[lo - 1], cands[take - 1]) === 0) lo--;
+        while (hi < cands.length && cmp(cands[hi], cands[take - 1]) === 0) hi++;
+      }
+      if (take > 0 && take < cands.length) {
+        cov.budgetBound++;
+        if (cands[take - 1].score === cands[take].score) cov.distanceTies++;
+        if (lo < take) cov.exactTies++;
+      }
+      const must = new Set(cands.slice(0, lo).map((k) => k.id));
+      const group = new Set(cands.slice(lo, hi).map((k) => k.id));
+      const got = Array.from(raw.ids.subarray(0, raw.updateCount));
+      const gotSet = new Set(got);
+      const missing = [...must].filter((id) => !gotSet.has(id));
+      const extra = got.filter((id) => !must.has(id) && !group.has(id));
+      if (raw.updateCount !== take || missing.length > 0 || extra.length > 0) {
+        const rank = new Map(cands.map((k, i) => [k.id, i]));
+        const info = (id: number) => {
+          const i = rank.get(id);
+          if (i !== undefined) return describeCand(cands[i], i);
+          const e = ents.get(id);
+          if (!e) return `id ${id}: not a live entity`;
+          const d2 = (e.x - vx) ** 2 + (e.y - vy) ** 2;
+          return `id ${id}: not a positive-score candidate (d2 ${d2}, in region ${e.x >= 0 && e.y >= 0 && e.x < region && e.y < region}, held ${v.client.held.has(id)})`;
+        };
+        const around = cands.slice(Math.max(0, take - 3), take + 3).map((k) => describeCand(k, rank.get(k.id)!));
+        throw new Error(
+          [
+            `seed ${s.seed}, threads ${s.threads}, walk ${s.walk}, weights ${s.weights}, tick ${t}, viewer ${v.avatar.id} at (${vx}, ${vy}):`,
+            `payload ${v.payload}, despawns ${raw.despawnCount}, slots ${slots}, positive candidates ${cands.length}, zero-score ${zero}`,
+            `updates: expected ${take}, got ${raw.updateCount}`,
+            `expected ids ${JSON.stringify(cands.slice(0, take).map((k) => k.id).sort((a, b) => a - b))}`,
+            `got ids      ${JSON.stringify([...got].sort((a, b) => a - b))}`,
+            `missing (model chose, engine did not):`,
+            ...missing.map((id) => '  ' + info(id)),
+            `extra (engine chose, model did not):`,
+            ...extra.map((id) => '  ' + info(id)),
+            `around the cut:`,
+            ...around.map((l) => '  ' + l),
+          ].join('\n'),
+        );
+      }
+      // The positions carried are the current ones (q = 0: lossless in this region).
+      for (let i = 0; i < raw.updateCount; i++) {
+        const e = ents.get(raw.ids[i])!;
+        if (raw.x[i] !== e.x || raw.y[i] !== e.y || raw.z[i] !== e.z) {
+          throw new Error(`tick ${t}: viewer ${v.avatar.id} got ${e.id} at (${raw.x[i]}, ${raw.y[i]}, ${raw.z[i]}), it is at (${e.x}, ${e.y}, ${e.z})`);
+        }
+      }
+
+      // Deliver, then record the marks of what was sent.
+      v.client.apply(bytes);
+      for (const id of got) v.marks.set(id, ents.get(id)!.odo);
+      cov.checked++;
+    }
+    // The engine gathered exactly the model's candidates (none capped away).
+    expect({ tick: t, candidates: res.stats.candidates, eligible: res.stats.eligible }).toEqual({ tick: t, candidates: candidateTotal, eligible: candidateTotal });
+  }
+  return cov;
+}
+
+describe('priority accumulator against a brute-force model', () => {
+  const scenarios = [
+    { walk: 'uncapped', weights: 'default' },
+    { walk: 'uncapped', weights: 'random' },
+    { walk: 'ring', weights: 'default' },
+    { walk: 'ring', weights: 'random' },
+  ] as const;
+  for (const { walk, weights } of scenarios) {
+    for (const seed of [11, 22, 33]) {
+      for (const threads of [1, 2]) {
+        it(`every packet carries the model's top-slots updates (seed ${seed}, threads ${threads}, walk ${walk}, weights ${weights})`, async () => {
+          await withSeed(seed, async () => {
+            const ticks = 120;
+            const st = await runScenario({ seed, threads, walk, weights, ticks });
+            expect(st.checked).toBe(8 * ticks);
+            // The worlds exercised what they are meant to.
+            expect(st.zeroCuts).toBeGreaterThan(ticks);
+            expect(st.budgetBound).toBeGreaterThan(ticks);
+            expect(st.distanceTies).toBeGreaterThan(10);
+            expect(st.despawnPackets).toBeGreaterThan(10);
+            if (walk === 'ring') {
+              expect(st.ringPasses).toBeGreaterThan(ticks);
+              expect(st.denseTicks).toBeGreaterThan(ticks / 2);
+            }
+            if (process.env.ORACLE_COVERAGE) console.log(JSON.stringify({ seed, threads, walk, weights, ...st }));
+          });
+        });
+      }
+    }
+  }
+});
