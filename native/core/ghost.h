@@ -4,17 +4,16 @@
 // when the viewer is added: the pass never allocates.
 //
 // Entry states:
-//  - live: the client holds it; `mark` is the odometer total when it was last sent; `missed` counts
-//    the viewer's passes in a row on which it was not eligible (a candidate within the ghost cap).
-//  - departing: missed more passes than the grace window allows, so evicted; queued as a despawn
-//    record. The client still holds it until that record is written. If it becomes eligible again
-//    first, it is revived: no despawn, no respawn.
+//  - live: the client holds it; `mark` is the odometer total when it was last sent; `lastSeen` is
+//    the viewer's pass (mod 2^16) on which it was last eligible (a candidate within the ghost cap)
+//    or sent.
+//  - departing: not eligible for more passes than the grace window allows, so evicted; queued as a
+//    despawn record. The client still holds it until that record is written. If it becomes
+//    eligible again first, it is revived: no despawn, no respawn.
 //  - despawn sent (viewers with acknowledgements only): the despawn record is in flight. Removed
 //    when that packet is acknowledged; departing again (the record is resent) when it is lost.
 //    Eligible again meanwhile: announced as new.
 // An entry flagged unheld (see GhostFlags) is departing, or live but not yet announced again.
-// A pass writes an entry only when it is sent, missed, evicted or revived: an entry that stays
-// eligible and unsent is only read, which keeps the pass's memory traffic to the tables low.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -35,7 +34,7 @@ enum GhostFlags : uint8_t {
 struct GhostEntry {
   uint32_t id;
   uint32_t mark;      // odometer total at last send (raw units, wrapping)
-  uint16_t missed;    // consecutive passes not eligible (saturating)
+  uint16_t lastSeen;  // the viewer's pass (mod 2^16) it was last eligible or sent on
   uint8_t state;      // GhostState
   uint8_t flags;      // kQueued | kUnheld
 };
@@ -82,8 +81,9 @@ class GhostTable {
       h = (h + 1) & indexMask_;
     }
   }
-  // Inserts a live entry; the caller checks full() first. Returns its index (== size() before).
-  uint32_t insert(uint32_t id, uint32_t mark);
+  // Inserts a live entry seen on pass `pass`; the caller checks full() first. Returns its index
+  // (== size() before).
+  uint32_t insert(uint32_t id, uint32_t mark, uint16_t pass);
   // Removes entry i: the last entry moves into index i.
   void remove(uint32_t i);
 
@@ -142,7 +142,10 @@ class GhostLookup {
       return collided ? gt.find(id) : -1;
     }
   };
-  Loaded load(const GhostTable& gt) {
+  // Loads the map from gt's entries, calling each(index, entry) on every entry on the way (the
+  // pass's eviction check rides this read); each may change anything but the entry's id.
+  template <typename Each>
+  Loaded load(GhostTable& gt, Each&& each) {
     if (++counter_ == 0x10000) {
       std::fill(map_.begin(), map_.end(), 0u);
       counter_ = 1;
@@ -151,11 +154,16 @@ class GhostLookup {
     uint32_t* map = map_.data();
     bool collided = false;
     for (uint32_t i = 0, n = gt.size(); i < n; ++i) {
-      uint32_t& m = map[slotOfId(gt.at(i).id)];
+      GhostEntry& e = gt.at(i);
+      uint32_t& m = map[slotOfId(e.id)];
       collided |= (m & 0xffff0000u) == stamp;
       m = stamp | i;
+      each(i, e);
     }
     return Loaded{gt, map, stamp, collided};
+  }
+  Loaded load(GhostTable& gt) {
+    return load(gt, [](uint32_t, GhostEntry&) {});
   }
 
  private:

@@ -54,15 +54,32 @@ void World::serve(Viewer& v, Scratch& s) {
   }
   st.eligible += n;
 
+  // Eviction, on the read that loads the lookup map: a live ghost not eligible on more than the
+  // grace window's passes (up to the previous one) departs; its despawn record goes out with this
+  // pass at the earliest. Evicted ids are queued in id order, so the despawn order does not depend
+  // on the table's layout.
+  const uint16_t pass = uint16_t(v.passes);
+  const uint32_t grace = c.graceTicks;
+  uint32_t evicted = 0;
+  const GhostLookup::Loaded lookup = s.lookup.load(gt, [&](uint32_t, GhostEntry& ge) {
+    if (ge.state != kLive || uint16_t(pass - 1 - ge.lastSeen) <= grace) return;
+    ge.state = kDeparting;
+    if (!(ge.flags & kQueued)) {
+      ge.flags |= kQueued;
+      s.evicted[evicted++] = ge.id;
+    }
+  });
+  if (evicted > 0) {
+    std::sort(s.evicted.data(), s.evicted.data() + evicted);
+    for (uint32_t i = 0; i < evicted; ++i) gt.enqueue(s.evicted[i]);
+  }
+
   // Score: drift x weight[band]; drift = odometer now - mark (wrapping), or newDrift when the
-  // client does not hold it. Held ghosts are marked seen (and revived if departing).
+  // client does not hold it. Held ghosts are stamped with this pass (and revived if departing).
   const uint32_t* odo = snap.odo.data();
   const uint32_t* ids = snap.ids.data();
-  uint8_t* seen = s.seen.data();
-  std::memset(seen, 0, gt.capacity());  // entries inserted below too
   World::Scored* sc = s.scored.data();
   uint32_t m = 0, newPositive = 0;
-  const GhostLookup::Loaded lookup = s.lookup.load(gt);
   for (uint32_t i = 0; i < n; ++i) {
     const Candidate& k = cand[i];
     int32_t e = lookup.find(ids[k.index]);
@@ -72,7 +89,7 @@ void World::serve(Viewer& v, Scratch& s) {
       if (ge.state == kDespawnSent) {
         drift = c.newDrift, fresh = 1;  // its despawn is in flight: announce it again
       } else {
-        seen[e] = 1;
+        ge.lastSeen = pass;
         if (ge.state == kDeparting) ge.state = kLive;
         if (ge.flags & kUnheld) drift = c.newDrift, fresh = 1;
         else drift = odo[k.index] - ge.mark;
@@ -193,17 +210,15 @@ void World::serve(Viewer& v, Scratch& s) {
     p += kRecordBytes;
     uint32_t e;
     if (r.entry < 0) {
-      e = gt.insert(id, odo[idx]);
-      seen[e] = 1;
+      e = gt.insert(id, odo[idx], pass);
       if (log) gt.ackAt(e).born = v.sequence;
     } else {
       e = uint32_t(r.entry);
       GhostEntry& ge = gt.at(e);
       ge.mark = odo[idx];
       if (r.fresh) {  // announced again: its despawn was in flight, or its announcement lost
-        ge.state = kLive, ge.missed = 0;
+        ge.state = kLive, ge.lastSeen = pass;
         ge.flags &= uint8_t(~kUnheld);
-        seen[e] = 1;
         gt.ackAt(e).confirmed = 0;
         gt.ackAt(e).born = v.sequence;
       }
@@ -221,29 +236,6 @@ void World::serve(Viewer& v, Scratch& s) {
   }
   st.records += take;
   st.newGhosts += newGhosts;
-
-  // Eviction: a ghost not eligible for more than the grace window's passes departs; its despawn
-  // record goes out with the next pass. Only live entries age.
-  // Evicted ids are queued in id order, so the despawn order does not depend on the table's layout.
-  const uint32_t grace = c.graceTicks;
-  uint32_t evicted = 0;
-  for (uint32_t i = 0, sz = gt.size(); i < sz; ++i) {
-    GhostEntry& ge = gt.at(i);
-    if (seen[i]) {
-      if (ge.missed) ge.missed = 0;
-      continue;
-    }
-    if (ge.state != kLive) continue;
-    if (ge.missed < 0xffff) ++ge.missed;
-    if (ge.missed <= grace) continue;
-    ge.state = kDeparting;
-    if (!(ge.flags & kQueued)) {
-      ge.flags |= kQueued;
-      s.evicted[evicted++] = ge.id;
-    }
-  }
-  std::sort(s.evicted.data(), s.evicted.data() + evicted);
-  for (uint32_t i = 0; i < evicted; ++i) gt.enqueue(s.evicted[i]);
 
   // Remove the despawned entries, highest index first so earlier indices stay valid.
   std::sort(s.removals.data(), s.removals.data() + removals, std::greater<uint32_t>());

@@ -216,7 +216,6 @@ void World::runPass(ThreadPool& pool) {
     }
     if (s->scored.size() < config_.ghostCap) {
       s->scored.resize(config_.ghostCap), s->ties.resize(config_.ghostCap);
-      s->seen.resize(config_.ghostTableCapacity);
       s->removals.resize(config_.ghostTableCapacity), s->evicted.resize(config_.ghostTableCapacity);
     }
     s->lookup.reserve(store_.highWater());

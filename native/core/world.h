@@ -179,7 +179,6 @@ class World {
     std::vector<uint32_t> indices;  // 2 per candidate
     std::vector<Scored> scored;
     std::vector<Scored> ties;
-    std::vector<uint8_t> seen;       // per ghost entry: eligible (or sent) this pass
     std::vector<uint32_t> removals;  // ghost entries whose despawn record went out this pass
     std::vector<uint32_t> evicted;   // ids evicted this pass
     GhostLookup lookup;              // slot -> entry of the viewer being served

@@ -235,7 +235,7 @@ void ghostLookupMatchesTheIndex() {
   for (uint32_t round = 0; round < 70000; ++round) {
     GhostTable& gt = tables[rng() % tables.size()];
     uint32_t id = randomId();
-    if (gt.find(id) < 0 && !gt.full()) gt.insert(id, round);
+    if (gt.find(id) < 0 && !gt.full()) gt.insert(id, round, 0);
     if (gt.size() > 0 && rng() % 3 == 0) gt.remove(rng() % gt.size());
     const GhostLookup::Loaded loaded = lookup.load(gt);
     for (int k = 0; k < 4; ++k) {
