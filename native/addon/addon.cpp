@@ -760,7 +760,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     GatherResult g = gather(s, int64_t(vx), int64_t(vy), c.viewRadiusSq, walkCap, exclude, out.data());
     Napi::Uint32Array ids = Napi::Uint32Array::New(env, g.count);
     Napi::Float64Array d2 = Napi::Float64Array::New(env, g.count);
-    for (uint32_t i = 0; i < g.count; ++i) ids[i] = s.ids[out[i].index], d2[i] = double(out[i].d2);
+    for (uint32_t i = 0; i < g.count; ++i) ids[i] = s.ents[out[i].index].id, d2[i] = double(out[i].d2);
     Napi::Object o = Napi::Object::New(env);
     o.Set("ids", ids);
     o.Set("d2", d2);

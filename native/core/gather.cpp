@@ -10,17 +10,15 @@ namespace {
 
 inline uint32_t scanRange(const Snapshot& snap, uint32_t b, uint32_t e, int64_t vx, int64_t vy, uint64_t r2,
                           uint32_t exclude, Candidate* out, uint32_t n) {
-  const int32_t* xs = snap.x.data();
-  const int32_t* ys = snap.y.data();
-  const uint32_t* ids = snap.ids.data();
+  const SnapEntity* es = snap.ents.data();
   for (uint32_t i = b; i < e; ++i) {
-    int64_t dx = xs[i] - vx, dy = ys[i] - vy;
+    int64_t dx = es[i].x - vx, dy = es[i].y - vy;
     uint64_t d2 = static_cast<uint64_t>(dx * dx) + static_cast<uint64_t>(dy * dy);
     // Branch-free append: always write, advance only when in range and not excluded.
     out[n].index = i;
     out[n].order = n;
     out[n].d2 = d2;
-    n += static_cast<uint32_t>((d2 <= r2) & (ids[i] != exclude));
+    n += static_cast<uint32_t>((d2 <= r2) & (es[i].id != exclude));
   }
   return n;
 }

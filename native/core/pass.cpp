@@ -76,13 +76,13 @@ void World::serve(Viewer& v, Scratch& s) {
 
   // Score: drift x weight[band]; drift = odometer now - mark (wrapping), or newDrift when the
   // client does not hold it. Held ghosts are stamped with this pass (and revived if departing).
-  const uint32_t* odo = snap.odo.data();
-  const uint32_t* ids = snap.ids.data();
+  const SnapEntity* ents = snap.ents.data();
   World::Scored* sc = s.scored.data();
   uint32_t m = 0, newPositive = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const Candidate& k = cand[i];
-    int32_t e = lookup.find(ids[k.index]);
+    const SnapEntity& se = ents[k.index];
+    int32_t e = lookup.find(se.id);
     uint32_t drift, fresh = 0;
     if (e >= 0) {
       GhostEntry& ge = gt.at(uint32_t(e));
@@ -92,7 +92,7 @@ void World::serve(Viewer& v, Scratch& s) {
         ge.lastSeen = pass;
         if (ge.state == kDeparting) ge.state = kLive;
         if (ge.flags & kUnheld) drift = c.newDrift, fresh = 1;
-        else drift = odo[k.index] - ge.mark;
+        else drift = se.odo - ge.mark;
       }
     } else {
       drift = c.newDrift, fresh = 1;
@@ -200,22 +200,24 @@ void World::serve(Viewer& v, Scratch& s) {
   }
 
   // Assembly and bookkeeping: a sent ghost records its mark and the position the client now holds.
-  const int32_t *xs = snap.x.data(), *ys = snap.y.data(), *zs = snap.z.data();
+  const int32_t* zs = snap.z.data();
   uint32_t newGhosts = 0;
   const bool trackPositions = gt.tracksPositions();
   for (uint32_t i = 0; i < take; ++i) {
     const World::Scored& r = sc[i];
-    uint32_t idx = r.index, id = ids[idx];
-    writeUpdate(p, id, packer_.pack(xs[idx], ys[idx], zs[idx]));
+    const uint32_t idx = r.index;
+    const SnapEntity se = ents[idx];
+    const uint32_t id = se.id;
+    writeUpdate(p, id, packer_.pack(se.x, se.y, zs[idx]));
     p += kRecordBytes;
     uint32_t e;
     if (r.entry < 0) {
-      e = gt.insert(id, odo[idx], pass);
+      e = gt.insert(id, se.odo, pass);
       if (log) gt.ackAt(e).born = v.sequence;
     } else {
       e = uint32_t(r.entry);
       GhostEntry& ge = gt.at(e);
-      ge.mark = odo[idx];
+      ge.mark = se.odo;
       if (r.fresh) {  // announced again: its despawn was in flight, or its announcement lost
         ge.state = kLive, ge.lastSeen = pass;
         ge.flags &= uint8_t(~kUnheld);
@@ -227,11 +229,11 @@ void World::serve(Viewer& v, Scratch& s) {
     if (log) {
       ++gt.ackAt(e).inflight;
       log->updateIds[size_t{logSlot} * log->maxUpdates + i] = id;
-      log->updateMarks[size_t{logSlot} * log->maxUpdates + i] = odo[idx];
+      log->updateMarks[size_t{logSlot} * log->maxUpdates + i] = se.odo;
     }
     if (trackPositions) {
       GhostPosition& gp = gt.positionAt(e);
-      gp.x = xs[idx], gp.y = ys[idx], gp.z = zs[idx];
+      gp.x = se.x, gp.y = se.y, gp.z = zs[idx];
     }
   }
   st.records += take;

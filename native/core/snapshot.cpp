@@ -82,9 +82,9 @@ void Snapshot::build(const EntityStore& store) {
   }
   count_ = n;
   outsideRegion_ = outside;
-  if (ids.size() < n) {
+  if (ents.size() < n) {
     size_t cap = std::max<size_t>(n, store.capacity());
-    ids.resize(cap), x.resize(cap), y.resize(cap), z.resize(cap), odo.resize(cap);
+    ents.resize(cap), z.resize(cap);
   }
 
   // Prefix sum into cellStart; cursor_ becomes the write position.
@@ -104,9 +104,8 @@ void Snapshot::build(const EntityStore& store) {
     uint32_t cell = slotCell_[s];
     if (cell == UINT32_MAX) continue;
     uint32_t at = cursor_[cell]++;
-    ids[at] = store.idOfSlot(s);
-    x[at] = sx[s], y[at] = sy[s], z[at] = sz[s];
-    odo[at] = odometer[s];
+    ents[at] = SnapEntity{sx[s], sy[s], store.idOfSlot(s), odometer[s]};
+    z[at] = sz[s];
   }
 
   // Dense cells: counting sort by sub-cell inside the cell's range.
@@ -124,25 +123,23 @@ void Snapshot::build(const EntityStore& store) {
       uint32_t* ss = subStart.data() + base;
       std::fill(ss, ss + SS + 1, 0u);
       uint32_t m = e - b;
-      if (tmpIds_.size() < m) tmpIds_.resize(m), tmpOdo_.resize(m), tmpX_.resize(m), tmpY_.resize(m), tmpZ_.resize(m);
+      if (tmpEnts_.size() < m) tmpEnts_.resize(m), tmpZ_.resize(m);
       for (uint32_t i = b; i < e; ++i) {
-        uint32_t k = uint32_t((y[i] & cellMask) >> subShift) * S + uint32_t((x[i] & cellMask) >> subShift);
+        uint32_t k = uint32_t((ents[i].y & cellMask) >> subShift) * S + uint32_t((ents[i].x & cellMask) >> subShift);
         ++ss[k + 1];
       }
       ss[0] = b;
       for (uint32_t k = 1; k <= SS; ++k) ss[k] += ss[k - 1];
       // ss[k] is now the start of sub-cell k; scatter through a copy.
-      std::copy(ids.begin() + b, ids.begin() + e, tmpIds_.begin());
-      std::copy(x.begin() + b, x.begin() + e, tmpX_.begin());
-      std::copy(y.begin() + b, y.begin() + e, tmpY_.begin());
+      std::copy(ents.begin() + b, ents.begin() + e, tmpEnts_.begin());
       std::copy(z.begin() + b, z.begin() + e, tmpZ_.begin());
-      std::copy(odo.begin() + b, odo.begin() + e, tmpOdo_.begin());
       uint32_t wr[256];
       std::copy(ss, ss + SS, wr);
       for (uint32_t i = 0; i < m; ++i) {
-        uint32_t k = uint32_t((tmpY_[i] & cellMask) >> subShift) * S + uint32_t((tmpX_[i] & cellMask) >> subShift);
+        const SnapEntity& t = tmpEnts_[i];
+        uint32_t k = uint32_t((t.y & cellMask) >> subShift) * S + uint32_t((t.x & cellMask) >> subShift);
         uint32_t at = wr[k]++;
-        ids[at] = tmpIds_[i], x[at] = tmpX_[i], y[at] = tmpY_[i], z[at] = tmpZ_[i], odo[at] = tmpOdo_[i];
+        ents[at] = t, z[at] = tmpZ_[i];
       }
       ++dense;
     }

@@ -1,5 +1,5 @@
 // Cell snapshot, rebuilt once per tick: live entities inside the region counting-sorted into cell
-// order as struct of arrays (ids, x, y, z, odometer) with cell offsets. A cell holding at least
+// order (x, y, id and odometer per entity; z apart) with cell offsets. A cell holding at least
 // denseCellThreshold entities is sorted again into an S x S sub-grid inside its own range.
 // After the build the pass reads only the snapshot, so the game may move entities meanwhile.
 //
@@ -14,6 +14,13 @@
 #include "entities.h"
 
 namespace sightline {
+
+// One entity of the snapshot: raw position (x, y), id and odometer total.
+struct SnapEntity {
+  int32_t x, y;
+  uint32_t id, odo;
+};
+static_assert(sizeof(SnapEntity) == 16, "snapshot entities are 16 bytes");
 
 // Geometry shared by every viewer: nearest-first cell visit orders and sub-cell visit orders.
 struct Grid {
@@ -47,9 +54,10 @@ class Snapshot {
   // Per cell: -1, or the index of its sub-grid block in subStart (S*S+1 absolute offsets per block).
   std::vector<int32_t> denseIndex;
   std::vector<uint32_t> subStart;
-  std::vector<uint32_t> ids;
-  std::vector<int32_t> x, y, z;
-  std::vector<uint32_t> odo;
+  // Per entity, in snapshot order: what the gather and the scoring read together, in one 16-byte
+  // record (a candidate's fields share a cache line); z, read only for records sent, apart.
+  std::vector<SnapEntity> ents;
+  std::vector<int32_t> z;
 
  private:
   const Config* config_;
@@ -60,8 +68,8 @@ class Snapshot {
   uint32_t maxCellOccupancy_ = 0;
   std::vector<uint32_t> slotCell_;  // scratch: cell of each slot this tick, or UINT32_MAX
   std::vector<uint32_t> cursor_;    // scratch: write cursor per cell / sub-cell
-  std::vector<uint32_t> tmpIds_, tmpOdo_;
-  std::vector<int32_t> tmpX_, tmpY_, tmpZ_;
+  std::vector<SnapEntity> tmpEnts_;
+  std::vector<int32_t> tmpZ_;
 };
 
 }  // namespace sightline
