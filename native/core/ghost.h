@@ -119,12 +119,12 @@ class GhostTable {
 };
 
 // A worker's direct map from entity slot to one ghost table's entry index, loaded at the start of
-// each viewer's pass by reading the table's entries in order. A lookup is then one load from a
-// worker-local array instead of a hash probe into a table that is cold in the cache (a table is
-// touched once per pass, and thousands of them do not fit in the cache). Each load stamps its
-// writes with a 16-bit counter, so the map is never cleared between viewers (only when the counter
-// wraps). Two entries of one slot (an old and a new generation of a reused slot) make the load
-// note a collision; lookups that miss then ask the table's own index.
+// each viewer's pass by reading the table's entries in order and cleared the same way once the
+// pass's lookups are done. A lookup is then one load from a worker-local array (2 bytes per slot,
+// so it mostly stays in L1) instead of a hash probe into a table that is cold in the cache (a
+// table is touched once per pass, and thousands of them do not fit in the cache). Two entries of
+// one slot (an old and a new generation of a reused slot) make the load note a collision; lookups
+// that miss then ask the table's own index.
 class GhostLookup {
  public:
   // Slots [0, slots) may be looked up and loaded: the store's high-water mark. Not during a pass.
@@ -134,43 +134,45 @@ class GhostLookup {
   // The map for one table, read through locals (the pass's stores cannot alias them).
   struct Loaded {
     const GhostTable& gt;
-    const uint32_t* map;
-    uint32_t stamp;
+    const uint16_t* map;
     bool collided;
     // Index of the entry for id in the table (unchanged since the load, but for field writes), or -1.
     int32_t find(uint32_t id) const {
       uint32_t m = map[slotOfId(id)];
-      if ((m & 0xffff0000u) == stamp && gt.at(m & 0xffffu).id == id) return int32_t(m & 0xffffu);
+      if (m != 0 && gt.at(m - 1).id == id) return int32_t(m - 1);
       return collided ? gt.find(id) : -1;
     }
   };
   // Loads the map from gt's entries, calling each(index, entry) on every entry on the way (the
-  // pass's eviction check rides this read); each may change anything but the entry's id.
+  // pass's eviction check rides this read); each may change anything but the entry's id. Until
+  // clear(), gt's first size() entries keep their ids.
   template <typename Each>
   Loaded load(GhostTable& gt, Each&& each) {
-    if (++counter_ == 0x10000) {
-      std::fill(map_.begin(), map_.end(), 0u);
-      counter_ = 1;
-    }
-    const uint32_t stamp = counter_ << 16;
-    uint32_t* map = map_.data();
+    uint16_t* map = map_.data();
     bool collided = false;
     for (uint32_t i = 0, n = gt.size(); i < n; ++i) {
       GhostEntry& e = gt.at(i);
-      uint32_t& m = map[slotOfId(e.id)];
-      collided |= (m & 0xffff0000u) == stamp;
-      m = stamp | i;
+      uint16_t& m = map[slotOfId(e.id)];
+      collided |= m != 0;
+      m = uint16_t(i + 1);  // entries < 32768
       each(i, e);
     }
-    return Loaded{gt, map, stamp, collided};
+    loaded_ = gt.size();
+    return Loaded{gt, map, collided};
   }
   Loaded load(GhostTable& gt) {
     return load(gt, [](uint32_t, GhostEntry&) {});
   }
+  // Empties the map again: the slots of the entries that were loaded (new entries may follow them).
+  void clear(const GhostTable& gt) {
+    uint16_t* map = map_.data();
+    for (uint32_t i = 0; i < loaded_; ++i) map[slotOfId(gt.at(i).id)] = 0;
+    loaded_ = 0;
+  }
 
  private:
-  std::vector<uint32_t> map_;  // per slot: stamp << 16 | entry index (entries < 32768)
-  uint32_t counter_ = 0;
+  std::vector<uint16_t> map_;  // per slot: entry index + 1, or 0
+  uint32_t loaded_ = 0;
 };
 
 }  // namespace sightline

@@ -166,6 +166,7 @@ void World::serve(Viewer& v, Scratch& s) {
     }
   }
   st.despawns += despawns;
+  s.lookup.clear(gt);  // the last lookup; entries are inserted and removed from here on
 
   // Selection: the top `slots` by score descending, ties nearest first (distance, then gather
   // order). New ghosts need room.
