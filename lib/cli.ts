@@ -245,7 +245,8 @@ export function formatHerdReport(r: HerdReport): string {
     const c = m.coverage;
     rows.push([
       'in range, never sent',
-      `${fmt(c.neverSentShare * 100, 2)}% (${fmt(c.neverSent)} of ${fmt(c.inRange)} pairs, ${c.sampledViewers} viewers)`,
+      `${fmt(c.neverSentShare * 100, 2)}% (${fmt(c.neverSent)} of ${fmt(c.inRange)} pairs, ${c.sampledViewers} viewers; ` +
+        'beyond the ghost cap by design: a client holds its nearest ghostCap)',
     ]);
     rows.push([
       'eligible (nearest ghost cap), never sent',

@@ -451,8 +451,9 @@ export class World {
 
   /**
    * Makes an entity's client a viewer: from the next tick it gets a packet every `sendPeriod`
-   * ticks. Packets name the viewer by this avatar id. During a running tick the change is queued
-   * and takes effect when that tick ends.
+   * ticks. Packets name the viewer by this avatar id. During a running tick the change is checked
+   * now, queued, and takes effect when that tick ends (if the avatar is despawned meanwhile, the
+   * viewer exists all the same and is skipped, as when the despawn follows the add outside a tick).
    * `options` may be omitted, `undefined` or `null`: every option takes its default.
    * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (options not an object, acks not a boolean),
    *   ERR_SIGHTLINE_UNKNOWN_OPTION (a key that is not a {@link ViewerOptions} field),
@@ -497,7 +498,8 @@ export class World {
    * probably lost: its records regain their priority. Left out by one more than 32 newer, it is lost
    * for certain: the ghosts it introduced are forgotten (announced again when eligible) and its
    * despawns resent; so a client must drop packets more than 32 sequences older than the newest it
-   * has. During a tick the acknowledgement is applied when the tick ends.
+   * has. During a tick it is checked when called, against the packets sent before that tick (a
+   * sequence never sent is refused then, as after it), and applied when the tick ends.
    * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_ACKS_DISABLED, ERR_SIGHTLINE_INVALID_ACK.
    */
   acknowledge(viewer: EntityId, ack: number, ackBits: number): void {
@@ -703,6 +705,9 @@ export class World {
    * with the result and a report (pass time, lateness, dropped ticks). `overrun: 'stretch'` starts a
    * late tick at once; `'drop'` skips missed deadlines and counts them. A throwing callback stops
    * the loop (`done` rejects with it) and leaves the world usable; `stop()` ends it cleanly.
+   * While it runs the loop owns the world's ticks: a `tick()` of your own makes the loop's next one
+   * fail with ERR_SIGHTLINE_TICK_IN_PROGRESS. Attach a handler to `done` when you start the loop:
+   * an unhandled rejection ends a Node process.
    */
   run(options: LoopOptions = {}): LoopHandle {
     return runClock(this, options);

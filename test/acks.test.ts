@@ -189,4 +189,59 @@ describe('acknowledgements drive the accumulator', () => {
     w.acknowledge(v, 2, 0b11);
     expect(w.ackStats(v)!.acked).toBe(3);
   });
+
+  it('acknowledgements of sequences before the first packet are refused too, and during a tick as after it', async () => {
+    const c = WorldConfig.build();
+    const w = new World(c, { capacity: 8, threads: 1 });
+    const v = w.spawn({ x: 100, y: 100, z: 0 });
+    w.spawn({ x: 110, y: 100, z: 0 });
+    w.addViewer(v, { acks: true });
+    for (let t = 0; t < 5; t++) await w.tick(); // sequences 0..4
+    for (const ack of [5, 30000, 60000, 65535]) {
+      expect(() => w.acknowledge(v, ack, 0), `ack ${ack}`).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
+    }
+    const pending = w.tick(); // sequence 5, not yet delivered
+    for (const ack of [5, 30000, 65535]) {
+      expect(() => w.acknowledge(v, ack, 0), `ack ${ack} during a tick`).toThrow(
+        expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }),
+      );
+    }
+    w.acknowledge(v, 4, 0b1111);
+    // A viewer added during the tick has sent nothing yet.
+    const late = w.spawn({ x: 120, y: 100, z: 0 });
+    w.addViewer(late, { acks: true });
+    expect(() => w.acknowledge(late, 0, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
+    await pending;
+    expect(w.ackStats(v)).toEqual({ acked: 5, lost: 0, assumed: 0, probablyLost: 0 });
+    expect(() => w.acknowledge(v, 30000, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
+  });
+
+  it('a log slot reused after a probably-lost packet still gives a lost update its priority back', async () => {
+    // Sequences 6 and 70 share log slot 6 (64 slots). Losing 6 marks its slot probably lost; the
+    // packet in that slot 64 sequences later must start unmarked, so its loss is acted on too.
+    async function run(loseSix: boolean): Promise<{ serverX: number; clientX: number | undefined }> {
+      const c = WorldConfig.build();
+      const w = new World(c, { capacity: 4, threads: 1 });
+      const viewer = w.spawn({ x: 100, y: 100, z: 0 });
+      const e = w.spawn({ x: 110, y: 100, z: 0 });
+      w.addViewer(viewer, { acks: true });
+      const received = new Set<number>();
+      let clientX: number | undefined;
+      const raw = createRawPacket(1200);
+      for (let t = 0; t < 140; t++) {
+        if (t === 70) w.positions.x[w.slotOf(e)] += 5 * 1024; // moves once: carried by sequence 70 only
+        const r = await w.tick();
+        const p = decodePacketRaw(r.bytesAt(0), c, raw);
+        if (t === 70 || (loseSix && t === 6)) continue; // lost on the way
+        for (let i = 0; i < p.updateCount; i++) if (p.ids[i] === e) clientX = p.x[i];
+        received.add(p.sequence);
+        w.acknowledge(viewer, ...ackOf(received, p.sequence));
+      }
+      return { serverX: w.positions.x[w.slotOf(e)], clientX };
+    }
+    const control = await run(false);
+    expect(control.clientX).toBe(control.serverX);
+    const reused = await run(true);
+    expect(reused.clientX).toBe(reused.serverX);
+  });
 });

@@ -70,6 +70,24 @@ describe('async tick', () => {
     expect(next.count).toBe(3000 - 2 + 1);
   });
 
+  it('a viewer added during a tick whose avatar is despawned before it ends exists after it, as outside a tick', async () => {
+    async function scenario(duringTick: boolean): Promise<{ has: boolean; skipped: number; removed: boolean }> {
+      const w = new World(config, { capacity: 4, threads: 1 });
+      const a = w.spawn({ x: 10, y: 10, z: 0 });
+      const pending = duringTick ? w.tick() : null;
+      w.addViewer(a);
+      w.despawn(a);
+      await pending;
+      const r = await w.tick();
+      const has = w.hasViewer(a);
+      w.removeViewer(a);
+      return { has, skipped: r.stats.skippedAvatarGone, removed: !w.hasViewer(a) };
+    }
+    const outside = await scenario(false);
+    expect(outside).toEqual({ has: true, skipped: 1, removed: true });
+    expect(await scenario(true)).toEqual(outside);
+  });
+
   it('skips are counted by reason: not due, avatar despawned, avatar outside the region', async () => {
     const w = new World(config, { capacity: 64, threads: 1 });
     const ids: number[] = [];

@@ -529,12 +529,12 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     ops.swap(pending_);
     for (const PendingOp& op : ops) {
       try {
-        if (op.kind == PendingOp::Add) world_->addViewer(op.id, op.opts);
+        if (op.kind == PendingOp::Add) world_->addViewer(op.id, op.opts, /*avatarChecked=*/true);
         else if (op.kind == PendingOp::Remove) world_->removeViewer(op.id);
         else if (world_->hasViewer(op.id)) world_->acknowledge(op.id, op.ack, op.ackBits);
       } catch (const CoreError&) {
-        // Validated when asked for; the only way to fail now is an avatar despawned meanwhile,
-        // which the next tick reports as a skip. Nothing to undo.
+        // Unreachable: each change was validated in full when asked for, and an add whose avatar
+        // was despawned meanwhile is applied all the same (the next tick skips it). Nothing to undo.
       }
     }
   }
@@ -636,6 +636,15 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     if (!effectiveAcks(id))
       throw codedError(env, "ERR_SIGHTLINE_ACKS_DISABLED",
                        "viewer " + std::to_string(id) + " was added without { acks: true }; its packets are not logged");
+    // Checked now against the packets sent before this tick, as outside a tick: a viewer added
+    // during it has sent none; the pass may only add newer ones, which keep the ack valid.
+    bool addedDuringTick = false;
+    for (const PendingOp& op : pending_) addedDuringTick |= op.id == id && op.kind == PendingOp::Add;
+    if (addedDuringTick)
+      throw codedError(env, "ERR_SIGHTLINE_INVALID_ACK",
+                       "ack " + std::to_string(uint32_t(ack)) + " names a packet viewer " + std::to_string(id) +
+                           " was never sent (none sent yet)");
+    guarded(env, [&] { world_->checkAckDuringPass(id, uint16_t(ack)); return 0; });
     pending_.push_back(PendingOp{PendingOp::Ack, id, {}, uint16_t(ack), uint32_t(bits)});
     return env.Undefined();
   }

@@ -247,6 +247,7 @@ void World::serve(Viewer& v, Scratch& s) {
   if (log) {
     AckLog::Packet& lp = log->packets[logSlot];
     lp.sequence = v.sequence, lp.updates = uint16_t(take), lp.despawns = uint16_t(despawns), lp.used = 1;
+    lp.probablyLost = 0;  // left over from the packet that used the slot before
     lp.firstEvent = firstEvent, lp.events = uint8_t(eventCount);
   }
   writeHeader(out, PacketHeader{v.sequence++, tick_, uint16_t(despawns), uint16_t(take), uint8_t(eventCount ? kFlagEvents : 0)});

@@ -27,8 +27,8 @@ void TickStats::add(const TickStats& o) {
 World::World(const Config& config, uint32_t capacity, bool recordGhostPositions)
     : config_(config), store_(capacity), snapshot_(config_), packer_(config_), recordGhostPositions_(recordGhostPositions) {}
 
-void World::addViewer(uint32_t avatarId, ViewerOptions opts) {
-  store_.checkedSlot(avatarId);
+void World::addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked) {
+  if (!avatarChecked) store_.checkedSlot(avatarId);
   if (viewerIndex_.count(avatarId))
     throw CoreError("ERR_SIGHTLINE_VIEWER_EXISTS",
                     "entity " + std::to_string(avatarId) + " is already a viewer (one viewer per avatar)");
@@ -110,6 +110,24 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
   p.used = 0;
 }
 
+void World::checkAck(const Viewer& v, uint16_t ack, uint16_t sequence, uint32_t passes) {
+  // Sent so far: sequences [sequence - passes, sequence - 1] (all of them once passes >= 2^16).
+  uint32_t back = uint16_t(uint16_t(sequence - 1) - ack);  // how many packets before the newest
+  if (passes == 0 || back >= passes)
+    throw CoreError("ERR_SIGHTLINE_INVALID_ACK",
+                    "ack " + std::to_string(ack) + " names a packet viewer " + std::to_string(v.avatarId) +
+                        " was never sent (" +
+                        (passes == 0 ? std::string("none sent yet")
+                                     : "sent: " + std::to_string(std::min<uint32_t>(passes, 65536)) +
+                                           " sequences up to " + std::to_string(uint16_t(sequence - 1))) +
+                        ")");
+}
+
+void World::checkAckDuringPass(uint32_t avatarId, uint16_t ack) const {
+  const Viewer& v = viewer(avatarId);
+  checkAck(v, ack, v.sequenceBeforePass, v.passesBeforePass);
+}
+
 void World::acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits) {
   auto it = viewerIndex_.find(avatarId);
   if (it == viewerIndex_.end())
@@ -118,15 +136,8 @@ void World::acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits) {
   if (!v.ackLog)
     throw CoreError("ERR_SIGHTLINE_ACKS_DISABLED", "viewer " + std::to_string(avatarId) +
                                                        " was added without { acks: true }; its packets are not logged");
+  checkAck(v, ack, v.sequence, v.passes);
   AckLog& log = *v.ackLog;
-  // The newest packet sent has sequence v.sequence - 1; an acknowledgement of a later one is bogus.
-  if (v.passes == 0 || int16_t(uint16_t(ack - uint16_t(v.sequence - 1))) > 0)
-    throw CoreError("ERR_SIGHTLINE_INVALID_ACK",
-                    "ack " + std::to_string(ack) + " names a packet viewer " + std::to_string(avatarId) +
-                        " was never sent (" +
-                        (v.passes == 0 ? std::string("none sent yet")
-                                       : "newest sent: " + std::to_string(uint16_t(v.sequence - 1))) +
-                        ")");
   for (uint32_t slot = 0; slot < AckLog::kPackets; ++slot) {
     AckLog::Packet& p = log.packets[slot];
     if (!p.used) continue;
@@ -187,6 +198,7 @@ void World::prepareTick() {
     Viewer& v = *vp;
     v.outOffset = offset;
     v.outLength = 0;
+    v.passesBeforePass = v.passes, v.sequenceBeforePass = v.sequence;
     offset += v.payloadBytes;
     if ((tick_ + v.phase) % v.sendPeriod != 0) { v.status = ViewerStatus::NotDue; continue; }
     if (!store_.isLive(v.avatarId)) { v.status = ViewerStatus::AvatarGone; continue; }

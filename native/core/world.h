@@ -87,6 +87,10 @@ struct Viewer {
   uint32_t phase;
   uint32_t passes = 0;  // passes served
   uint16_t sequence = 0;
+  // passes and sequence as of the last prepareTick: what the caller's thread may read while a
+  // pass runs (the pass advances the two above).
+  uint32_t passesBeforePass = 0;
+  uint16_t sequenceBeforePass = 0;
   bool hasBox = false;
   Subscription box;
   GhostTable ghosts;
@@ -127,8 +131,10 @@ class World {
   uint32_t tick() const { return tick_; }
 
   // Viewers are identified by their avatar's entity id. Throws ERR_SIGHTLINE_VIEWER_EXISTS,
-  // ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_VIEWER_OPTION.
-  void addViewer(uint32_t avatarId, ViewerOptions opts);
+  // ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_VIEWER_OPTION. avatarChecked: the avatar was
+  // found live when the caller asked (an add deferred past a pass whose avatar has been despawned
+  // since: the viewer is added all the same and skipped, as if added before the despawn).
+  void addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked = false);
   // Throws ERR_SIGHTLINE_UNKNOWN_VIEWER.
   void removeViewer(uint32_t avatarId);
   bool hasViewer(uint32_t avatarId) const { return viewerIndex_.count(avatarId) != 0; }
@@ -138,6 +144,10 @@ class World {
   // resend despawns. Not during a pass. Throws ERR_SIGHTLINE_UNKNOWN_VIEWER,
   // ERR_SIGHTLINE_ACKS_DISABLED.
   void acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits);
+  // The checks acknowledge() makes of `ack`, against the packets sent before the current pass:
+  // for the caller's thread while a pass runs. Throws ERR_SIGHTLINE_UNKNOWN_VIEWER,
+  // ERR_SIGHTLINE_INVALID_ACK.
+  void checkAckDuringPass(uint32_t avatarId, uint16_t ack) const;
   // Queues an event for one viewer (added with acks; the config has an event reserve). Not during
   // a pass. Throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_EVENTS_DISABLED,
   // ERR_SIGHTLINE_EVENT_TOO_LARGE, ERR_SIGHTLINE_EVENT_QUEUE_FULL (counted as dropped).
@@ -185,6 +195,8 @@ class World {
     TickStats stats;
   };
   void serve(Viewer& v, Scratch& s);
+  // Throws ERR_SIGHTLINE_INVALID_ACK unless `ack` is one of the `passes` sequences up to sequence - 1.
+  static void checkAck(const Viewer& v, uint16_t ack, uint16_t sequence, uint32_t passes);
   static void resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::Outcome outcome);
 
   Config config_;
