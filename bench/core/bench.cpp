@@ -2,12 +2,14 @@
 // Build and run: npm run bench:core -- [options]   (see usage()). Prints one JSON object per run.
 // Times are medians over the measured ticks, from std::chrono::steady_clock.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "config.h"
@@ -32,13 +34,16 @@ struct Options {
   double ghostCap = 256;
   double denseThreshold = 512;
   bool still = false;
+  double gapMs = 15;  // --mode wake: idle time before each dispatch
 };
 
 void usage() {
   std::fprintf(stderr,
-               "usage: bench [--scenario uniform|town-square|crowd] [--mode pass|snapshot|gather]\n"
+               "usage: bench [--scenario uniform|town-square|crowd] [--mode pass|snapshot|gather|wake]\n"
                "             [--entities N] [--viewers N] [--threads N] [--ticks N] [--warmup N]\n"
-               "             [--walk-cap N|inf] [--ghost-cap N] [--dense N|inf] [--still]\n");
+               "             [--walk-cap N|inf] [--ghost-cap N] [--dense N|inf] [--still] [--gap-ms N]\n"
+               "  --mode wake: how long after a parallelFor starts each pool thread takes its first chunk,\n"
+               "               when the pool sat idle --gap-ms before it (the thread count includes the caller)\n");
   std::exit(2);
 }
 
@@ -49,6 +54,35 @@ double median(std::vector<double> v) {
 double pct(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[std::min(v.size() - 1, size_t(p * v.size()))];
+}
+
+// --mode wake: the pool idles gapMs, then a parallelFor of 7 µs chunks starts; per pool thread
+// (not the caller), the time from the call to its first chunk. After a long enough idle gap, a
+// virtual machine's host may have descheduled the idle vCPU and the thread starts late.
+int wakeLatency(const Options& o) {
+  ThreadPool pool(std::max(o.threads, 2u));
+  std::vector<double> lat;
+  std::vector<std::atomic<int64_t>> first(pool.size());
+  for (uint32_t t = 0; t < o.warmup + o.ticks; ++t) {
+    std::this_thread::sleep_for(std::chrono::microseconds(int64_t(o.gapMs * 1000)));
+    for (auto& f : first) f.store(-1);
+    auto t0 = Clock::now();
+    pool.parallelFor(4000, 1, [&](uint32_t, uint32_t, unsigned w) {
+      int64_t none = -1;
+      first[w].compare_exchange_strong(none, std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+      auto until = Clock::now() + std::chrono::microseconds(7);
+      while (Clock::now() < until) {
+      }
+    });
+    double totalUs = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    if (t < o.warmup) continue;
+    // A thread that never took a chunk started no earlier than the end: counted as the whole call.
+    for (unsigned w = 1; w < pool.size(); ++w) lat.push_back(first[w].load() < 0 ? totalUs : first[w].load() / 1000.0);
+  }
+  std::printf("{\"mode\":\"wake\",\"threads\":%u,\"gapMs\":%.1f,\"dispatches\":%u,\"startMedianUs\":%.0f,"
+              "\"startP90Us\":%.0f,\"startMaxUs\":%.0f}\n",
+              pool.size(), o.gapMs, o.ticks, median(lat), pct(lat, 0.9), pct(lat, 1.0));
+  return 0;
 }
 
 }  // namespace
@@ -73,8 +107,10 @@ int main(int argc, char** argv) {
     else if (a == "--ghost-cap") o.ghostCap = num(next());
     else if (a == "--dense") o.denseThreshold = num(next());
     else if (a == "--still") o.still = true;
+    else if (a == "--gap-ms") o.gapMs = num(next());
     else usage();
   }
+  if (o.mode == "wake") return wakeLatency(o);
   ConfigInput in;
   in.walkCap = o.walkCap >= 2147483647.0 ? 2147483647.0 : o.walkCap;
   in.ghostCap = o.ghostCap;

@@ -234,8 +234,7 @@ void World::runPass(ThreadPool& pool) {
     s->stats = TickStats{};
   }
   const uint32_t n = static_cast<uint32_t>(viewers_.size());
-  // Chunks of 16 viewers: enough to amortize the cursor, small enough to balance crowded viewers.
-  pool.parallelFor(n, 16, [this, n](uint32_t b, uint32_t e, unsigned w) {
+  pool.parallelFor(n, kViewersPerChunk, [this, n](uint32_t b, uint32_t e, unsigned w) {
     Scratch& s = *scratch_[w];
     for (uint32_t i = b; i < e; ++i) {
       Viewer& v = *viewers_[i];

@@ -163,6 +163,9 @@ class World {
   // Rebuilds the snapshot without advancing the tick or the odometer (tools and tests).
   void rebuildSnapshot() { snapshot_.build(store_); }
   void runPass(ThreadPool& pool);
+  // Viewers per chunk of the pass: enough to amortize the cursor, small enough to balance crowded
+  // viewers. A pass over no more viewers than this runs on the calling thread alone.
+  static constexpr uint32_t kViewersPerChunk = 16;
 
   const TickStats& stats() const { return stats_; }
   // The tick's output: two buffers used alternately, so one tick's packets stay intact while the
