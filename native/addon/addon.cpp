@@ -723,8 +723,6 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     if (running_)
       throw codedError(env, "ERR_SIGHTLINE_TICK_IN_PROGRESS",
                        "tick() was called while the previous tick's pass is still running; await it first");
-    // The pool's threads wake while this thread builds the snapshot (see ThreadPool::prewake).
-    if (world_->viewerCount() > World::kViewersPerChunk) pool_->prewake();
     guarded(env, [&] { world_->prepareTick(); return 0; });
     running_ = true;
     data_->begin();

@@ -4,17 +4,6 @@
 
 namespace sightline {
 
-namespace {
-// A spinning thread's hint to the core (lets a sibling hyperthread run, saves power).
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-}  // namespace
-
 unsigned resolveThreadCount(unsigned requested, unsigned detected) {
   if (requested == 0) return detected == 0 ? 1u : std::min(detected, 256u);
   return std::min(requested, 256u);
@@ -38,7 +27,6 @@ void ThreadPool::shutdown() {
   {
     std::lock_guard<std::mutex> lock(m_);
     stop_ = true;
-    stopping_.store(true, std::memory_order_relaxed);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -60,22 +48,12 @@ void ThreadPool::runChunks(unsigned worker) {
 }
 
 void ThreadPool::workerLoop(unsigned worker) {
-  uint64_t seen = 0, seenPrewake = 0;
+  uint64_t seen = 0;
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(m_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen || prewakes_ != seenPrewake; });
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
       if (stop_) return;
-      if (generation_ == seen) {
-        // Woken ahead of work (prewake): stay on the core until it is dispatched or the window ends.
-        seenPrewake = prewakes_;
-        lock.unlock();
-        auto until = std::chrono::steady_clock::now() + kPrewakeSpin;
-        while (dispatched_.load(std::memory_order_acquire) == seen && !stopping_.load(std::memory_order_relaxed) &&
-               std::chrono::steady_clock::now() < until)
-          cpuRelax();
-        continue;
-      }
       seen = generation_;
     }
     runChunks(worker);
@@ -84,15 +62,6 @@ void ThreadPool::workerLoop(unsigned worker) {
       if (--active_ == 0) done_.notify_one();
     }
   }
-}
-
-void ThreadPool::prewake() {
-  if (workers_.empty()) return;
-  {
-    std::lock_guard<std::mutex> lock(m_);
-    ++prewakes_;
-  }
-  wake_.notify_all();
 }
 
 void ThreadPool::parallelFor(uint32_t count, uint32_t grain, const Body& fn) {
@@ -113,7 +82,6 @@ void ThreadPool::parallelFor(uint32_t count, uint32_t grain, const Body& fn) {
     error_ = nullptr;
     active_ = static_cast<unsigned>(workers_.size());
     ++generation_;
-    dispatched_.store(generation_, std::memory_order_release);
   }
   wake_.notify_all();
   runChunks(0);

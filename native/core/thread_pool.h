@@ -5,7 +5,6 @@
 // ThreadPool(1) has no workers and runs inline. parallelFor calls on one pool are serialized.
 #pragma once
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -34,16 +33,6 @@ class ThreadPool {
   // workers' worth of scratch indices as 0). For environment teardown.
   void shutdown();
   void parallelFor(uint32_t count, uint32_t grain, const Body& fn);
-  // Wakes the workers ahead of a parallelFor expected soon: each spins on its core (instead of
-  // sleeping) until the work is dispatched or kPrewakeSpin passes. After an idle gap, a worker
-  // asleep on the condition variable can start well after the dispatch (a virtual machine's host
-  // deschedules an idle vCPU); waking it while the caller still prepares the work (the snapshot)
-  // hides that. Measured here, 8,192 viewers, 2 threads, 15 ms idle before each tick: pass median
-  // 9.5-12.0 ms without, 7.1-9.5 ms with (`bench/core --mode wake` measures the start delay).
-  void prewake();
-  // Long enough to cover the caller's preparation and the dispatch from another thread; short
-  // enough that a prewake with no parallelFor after it wastes little.
-  static constexpr std::chrono::microseconds kPrewakeSpin{3000};
 
  private:
   void workerLoop(unsigned worker);
@@ -55,9 +44,6 @@ class ThreadPool {
   std::mutex m_;
   std::condition_variable wake_, done_;
   uint64_t generation_ = 0;
-  uint64_t prewakes_ = 0;
-  std::atomic<uint64_t> dispatched_{0};  // generation_, for workers spinning without the lock
-  std::atomic<bool> stopping_{false};    // stop_, likewise
   unsigned active_ = 0;
   bool stop_ = false;
 

@@ -10,7 +10,6 @@
 #include <deque>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "config.h"
@@ -305,31 +304,7 @@ void selectionMatchesASort() {
   std::printf("selection: 20000 random selections equal a full sort\n");
 }
 
-// prewake: work dispatched during the spin, after it expired, and a shutdown during it.
-void prewakeThenWork() {
-  ThreadPool pool(4);
-  auto sum = [&] {
-    std::atomic<uint64_t> total{0};
-    pool.parallelFor(10000, 16, [&](uint32_t b, uint32_t e, unsigned) {
-      uint64_t s = 0;
-      for (uint32_t i = b; i < e; ++i) s += i;
-      total += s;
-    });
-    return total.load();
-  };
-  pool.prewake();
-  CHECK(sum() == 49995000u, "sum after a prewake");
-  pool.prewake();
-  std::this_thread::sleep_for(ThreadPool::kPrewakeSpin * 2);
-  CHECK(sum() == 49995000u, "sum after a prewake that expired");
-  pool.prewake();
-  pool.shutdown();  // returns: spinning workers see the stop
-  CHECK(sum() == 49995000u, "sum inline after shutdown");
-  std::printf("thread pool: prewake, expiry and shutdown while spinning\n");
-}
-
 int main() {
-  prewakeThenWork();
   selectionMatchesASort();
   ghostLookupMatchesTheIndex();
   warmTicksDoNotAllocate(1);
