@@ -45,10 +45,21 @@ void World::serve(Viewer& v, Scratch& s) {
   st.examined += g.examined;
   uint32_t n = g.count;
   if (n > c.ghostCap) {
-    keepSmallest(
-        cand, n, c.ghostCap, s.candTies.data(), s.buckets.data(), s.indices.data(),
-        [](const Candidate& k) { return logBucket(k.d2); }, [](const Candidate& k, uint32_t b) { return subBucket(k.d2, b); },
-        [](const Candidate& x, const Candidate& y) { return x.d2 != y.d2 ? x.d2 < y.d2 : x.order < y.order; });
+    // The nearest ghostCap: first by a band of +-1/32 around last pass's threshold distance (it
+    // moves little from one pass to the next), else by the radix select.
+    auto d2Of = [](const Candidate& k) { return k.d2; };
+    auto nearer = [](const Candidate& x, const Candidate& y) { return x.d2 != y.d2 ? x.d2 < y.d2 : x.order < y.order; };
+    const uint64_t hint = v.eligibleHint;
+    if (hint == 0 || !keepSmallestNear(cand, n, c.ghostCap, s.candTies.data(), s.indices.data(), hint - (hint >> 5),
+                                       hint + (hint >> 5), d2Of, nearer, &v.eligibleHint)) {
+      keepSmallest(
+          cand, n, c.ghostCap, s.candTies.data(), s.buckets.data(), s.indices.data(),
+          [](const Candidate& k) { return logBucket(k.d2); }, [](const Candidate& k, uint32_t b) { return subBucket(k.d2, b); },
+          nearer);
+      uint64_t farthest = 0;
+      for (uint32_t i = 0; i < c.ghostCap; ++i) farthest = std::max(farthest, s.candTies[i].d2);
+      v.eligibleHint = farthest;
+    }
     cand = s.candTies.data();
     n = c.ghostCap;
   }

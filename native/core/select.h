@@ -93,4 +93,36 @@ void keepSmallest(const T* a, uint32_t n, uint32_t take, T* out, uint16_t* bucke
   for (uint32_t k = 0; k < need; ++k) out[below + k] = a[tie[k]];
 }
 
+// keepSmallest with a guess: when the take-th smallest key lies in [lo, hi] (a band around last
+// pass's threshold), one pass sorts the entries into those below lo (kept), those in the band
+// (ordered exactly by less) and those above hi (dropped), and the result is the same set as
+// keepSmallest's. Returns false, having written nothing, when the guess missed. On success
+// *threshold is the take-th smallest key when one from the band was taken (else left as is).
+// Requires 0 < take < n; idx has room for 2n entries.
+template <typename T, typename Key, typename Less>
+bool keepSmallestNear(const T* a, uint32_t n, uint32_t take, T* out, uint32_t* idx, uint64_t lo, uint64_t hi, Key key,
+                      Less less, uint64_t* threshold) {
+  uint32_t below = 0, band = 0;
+  uint32_t* inBand = idx + n;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t k = key(a[i]);
+    idx[below] = i;
+    below += k < lo;
+    inBand[band] = i;
+    band += (k >= lo) & (k <= hi);
+  }
+  if (below > take || below + band < take) return false;
+  uint32_t need = take - below;
+  if (need > 0) {
+    auto byLess = [&](uint32_t x, uint32_t y) { return less(a[x], a[y]); };
+    // inBand[need - 1] becomes the need-th smallest of the band, the ones before it smaller.
+    if (band > need) std::nth_element(inBand, inBand + need - 1, inBand + band, byLess);
+    else std::iter_swap(inBand + need - 1, std::max_element(inBand, inBand + need, byLess));
+    *threshold = key(a[inBand[need - 1]]);
+  }
+  for (uint32_t k = 0; k < below; ++k) out[k] = a[idx[k]];
+  for (uint32_t k = 0; k < need; ++k) out[below + k] = a[inBand[k]];
+  return true;
+}
+
 }  // namespace sightline

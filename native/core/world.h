@@ -86,6 +86,9 @@ struct Viewer {
   uint32_t sendPeriod;
   uint32_t phase;
   uint32_t passes = 0;  // passes served
+  // The squared distance of the ghostCap-th nearest candidate on the last pass that had more (0:
+  // none yet): where the next pass looks for its threshold first (see keepSmallestNear).
+  uint64_t eligibleHint = 0;
   uint16_t sequence = 0;
   // passes and sequence as of the last prepareTick: what the caller's thread may read while a
   // pass runs (the pass advances the two above).

@@ -260,7 +260,7 @@ void selectionMatchesASort() {
   std::vector<E> a(700), out(700), ref;
   std::vector<uint16_t> buckets(700);
   std::vector<uint32_t> idx(1400);
-  uint32_t runs = 0;
+  uint32_t runs = 0, nearHits = 0;
   for (uint32_t round = 0; round < 20000; ++round) {
     uint32_t n = 2 + uint32_t(rng() % 699), take = 1 + uint32_t(rng() % (n - 1));
     uint32_t kind = round % 5;
@@ -298,10 +298,43 @@ void selectionMatchesASort() {
       CHECK(false, "selection round %u (n %u, take %u, kind %u) differs from a sort", round, n, take, kind);
       return;
     }
+    // keepSmallestNear with a band around the true threshold, shifted at random so that it
+    // sometimes misses: when it answers, the same set, and the threshold when the band gave one.
+    if (!largest) {
+      uint64_t t = ref[take - 1].key;
+      uint64_t width = (t >> (2 + rng() % 8)) + rng() % 3;  // <= 2^62 + 2: no overflow below
+      uint64_t off = rng() % (2 * width + 1);  // up to twice the half-width: some bands miss
+      uint64_t mid = rng() % 2 ? (off > t ? 0 : t - off) : (t + off < t ? UINT64_MAX : t + off);
+      uint64_t lo = mid > width ? mid - width : 0, hi = mid + width < mid ? UINT64_MAX : mid + width;
+      uint64_t threshold = 12345;
+      bool hit = keepSmallestNear(a.data(), n, take, out.data(), idx.data(), lo, hi, [](const E& e) { return e.key; }, less,
+                                  &threshold);
+      // It can answer when no more than take keys lie below lo and at least take up to hi.
+      uint32_t belowLo = 0, upToHi = 0;
+      for (uint32_t i = 0; i < n; ++i) belowLo += ref[i].key < lo, upToHi += ref[i].key <= hi;
+      bool shouldHit = belowLo <= take && upToHi >= take;
+      if (hit != shouldHit) {
+        CHECK(false, "near-selection round %u: answered %d for a band that %s the threshold", round, int(hit),
+              shouldHit ? "brackets" : "misses");
+        return;
+      }
+      if (hit) {
+        for (uint32_t i = 0; i < take; ++i) got[i] = out[i].order;
+        std::sort(got.begin(), got.end());
+        bool fromBand = ref[take - 1].key >= lo;
+        if (got != want || (fromBand && threshold != t)) {
+          CHECK(false, "near-selection round %u (n %u, take %u, kind %u) differs from a sort (set %s, threshold %llu for %llu)",
+                round, n, take, kind, got != want ? "differs" : "equal", (unsigned long long)threshold, (unsigned long long)t);
+          return;
+        }
+        ++nearHits;
+      }
+    }
     ++runs;
   }
   CHECK(runs == 20000, "selection rounds %u", runs);
-  std::printf("selection: 20000 random selections equal a full sort\n");
+  CHECK(nearHits > 2000, "only %u near-selections answered", nearHits);
+  std::printf("selection: 20000 random selections equal a full sort (%u also by a band guess)\n", nearHits);
 }
 
 int main() {
