@@ -216,6 +216,41 @@ describe('acknowledgements drive the accumulator', () => {
     expect(() => w.acknowledge(v, 30000, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
   });
 
+  it('a late acknowledgement of an earlier despawn does not cancel a later one that was lost', async () => {
+    // Packet A despawns e, B announces it again, C despawns it again and is lost; only then does
+    // the acknowledgement of A arrive. The entry must stay until C is known lost, then C's despawn
+    // is resent and the client ends without e.
+    const c = WorldConfig.build({ regionSize: 1024, viewRadius: 64, graceTicks: 0 });
+    const w = new World(c, { capacity: 4, threads: 1, recordGhostPositions: true });
+    const v = w.spawn({ x: 100, y: 100, z: 0 });
+    const e = w.spawn({ x: 110, y: 100, z: 0 });
+    w.addViewer(v, { acks: true });
+    const client = new AckingClient(c);
+    const step = async (x: number, lose = false): Promise<{ despawns: number }> => {
+      w.setPosition(e, { x, y: 100, z: 0 });
+      const bytes = (await w.tick()).bytesAt(0);
+      const p = decodePacketRaw(bytes, c, createRawPacket(1200));
+      if (!lose) client.apply(bytes);
+      return { despawns: p.despawnCount };
+    };
+    await step(110); // announced
+    w.acknowledge(v, ...client.ack());
+    await step(500);
+    expect((await step(500)).despawns).toBe(1); // A
+    await step(110); // B: announced again
+    await step(500);
+    expect((await step(500, true)).despawns).toBe(1); // C, lost
+    w.acknowledge(v, ...client.ack()); // acknowledges A (and B) only now
+    expect(Array.from(w.ghosts(v).ids)).toEqual([e]); // C's despawn is still in flight
+    let resent = false;
+    for (let t = 0; t < 40 && !resent; t++) {
+      resent = (await step(500)).despawns > 0;
+      w.acknowledge(v, ...client.ack());
+    }
+    expect(resent).toBe(true);
+    expect(client.held.has(e)).toBe(false);
+  });
+
   it('a log slot reused after a probably-lost packet still gives a lost update its priority back', async () => {
     // Sequences 6 and 70 share log slot 6 (64 slots). Losing 6 marks its slot probably lost; the
     // packet in that slot 64 sequences later must start unmarked, so its loss is acted on too.

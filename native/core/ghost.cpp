@@ -21,7 +21,7 @@ GhostTable::GhostTable(uint32_t capacity, bool trackPositions, bool trackAcks)
 uint32_t GhostTable::insert(uint32_t id, uint32_t mark, uint16_t pass) {
   uint32_t i = size_++;
   entries_[i] = GhostEntry{id, mark, pass, kLive, 0};
-  if (!acks_.empty()) acks_[i] = GhostAck{0, 0, 0, 0};  // born is set by the pass
+  if (!acks_.empty()) acks_[i] = GhostAck{0, 0, 0, 0, 0};  // born is set by the pass
   uint32_t h = hash(id);
   while (index_[h] != kEmpty) h = (h + 1) & indexMask_;
   index_[h] = uint16_t(i);

@@ -45,6 +45,7 @@ struct GhostAck {
   uint32_t ackedMark;  // the newest mark the client has acknowledged
   uint16_t inflight;   // packets carrying an update of it, not yet acknowledged or lost
   uint16_t born;       // sequence of the packet that announced this entry: older records are not its
+  uint16_t despawnSequence;  // despawn sent: the packet carrying it (an earlier despawn's fate is not its)
   uint8_t confirmed;   // some packet carrying it was acknowledged: the client holds it
 };
 

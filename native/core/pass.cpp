@@ -167,6 +167,7 @@ void World::serve(Viewer& v, Scratch& s) {
       if (log) {
         logDespawns[despawns] = id;  // kept until the packet is acknowledged or lost
         ge.state = kDespawnSent;
+        gt.ackAt(uint32_t(e)).despawnSequence = v.sequence;
       } else {
         s.removals[removals++] = uint32_t(e);
       }

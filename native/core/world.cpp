@@ -97,6 +97,8 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
     if (e < 0) continue;
     GhostEntry& ge = gt.at(uint32_t(e));
     if (ge.state != kDespawnSent) continue;  // announced again since: the client holds it
+    // Announced again and despawned again since: the despawn in flight is a later packet's.
+    if (gt.ackAt(uint32_t(e)).despawnSequence != p.sequence) continue;
     if (delivered) {
       gt.remove(uint32_t(e));
     } else {
