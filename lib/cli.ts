@@ -244,9 +244,8 @@ export function formatHerdReport(r: HerdReport): string {
   if (m.coverage) {
     const c = m.coverage;
     rows.push([
-      'in range, never sent',
-      `${fmt(c.neverSentShare * 100, 2)}% (${fmt(c.neverSent)} of ${fmt(c.inRange)} pairs, ${c.sampledViewers} viewers; ` +
-        'beyond the ghost cap by design: a client holds its nearest ghostCap)',
+      'in range, never sent (past the ghost cap)',
+      `${fmt(c.neverSentShare * 100, 2)}% (${fmt(c.neverSent)} of ${fmt(c.inRange)} pairs, ${c.sampledViewers} viewers)`,
     ]);
     rows.push([
       'eligible (nearest ghost cap), never sent',
