@@ -17,7 +17,6 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <vector>
 
 #include "entities.h"
