@@ -82,7 +82,7 @@ export interface NativeWorld {
   odometer(id: number): number;
   addViewer(id: number, payloadBytes: number, sendPeriod: number, acks: boolean): void;
   acknowledge(id: number, ack: number, ackBits: number): void;
-  ackStats(id: number): { acked: number; lost: number; assumed: number; probablyLost: number } | null;
+  ackStats(id: number): { acked: number; lost: number; assumed: number; probablyLost: number; expired: number } | null;
   emit(viewer: number, bytes: Uint8Array): void;
   holders(entity: number): Uint32Array;
   viewerIds(): Uint32Array;

@@ -512,10 +512,12 @@ export class World {
 
   /**
    * Packets resolved for a viewer with acks: acknowledged; lost for certain (left out by an
-   * acknowledgement more than 32 sequences newer); assumed delivered (64 packets went by without a
-   * word); probably lost (left out by one 3 or more newer: their records regained priority at once).
+   * acknowledgement more than 32 sequences newer, or expired); expired (64 packets went by without
+   * a word, from a client that had acknowledged before: an outage; what they carried is sent again);
+   * assumed delivered (64 packets went by from a client that never acknowledged); probably lost
+   * (left out by one 3 or more newer: their records regained priority at once).
    */
-  ackStats(viewer: EntityId): { acked: number; lost: number; assumed: number; probablyLost: number } | null {
+  ackStats(viewer: EntityId): { acked: number; lost: number; assumed: number; probablyLost: number; expired: number } | null {
     try {
       return this.#native.ackStats(viewer);
     } catch (e) {

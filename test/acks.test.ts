@@ -170,7 +170,7 @@ describe('acknowledgements drive the accumulator', () => {
     expect(() => w.acknowledge(7, 0, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_VIEWER' }));
     expect(() => w.acknowledge(b, 70000, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
     expect(() => w.acknowledge(b, 1, -1)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
-    expect(w.ackStats(b)).toEqual({ acked: 0, lost: 0, assumed: 0, probablyLost: 0 });
+    expect(w.ackStats(b)).toEqual({ acked: 0, lost: 0, assumed: 0, probablyLost: 0, expired: 0 });
     expect(w.ackStats(a)).toBeNull();
     // Nothing sent yet: every acknowledgement names a packet that does not exist.
     expect(() => w.acknowledge(b, 0, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
@@ -184,7 +184,7 @@ describe('acknowledgements drive the accumulator', () => {
     w.addViewer(v, { acks: true });
     for (let t = 0; t < 3; t++) await w.tick(); // sequences 0, 1, 2
     expect(() => w.acknowledge(v, 100, 0xffffffff)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
-    expect(w.ackStats(v)).toEqual({ acked: 0, lost: 0, assumed: 0, probablyLost: 0 });
+    expect(w.ackStats(v)).toEqual({ acked: 0, lost: 0, assumed: 0, probablyLost: 0, expired: 0 });
     expect(Array.from(w.ghosts(v).ids)).toEqual([e]);
     w.acknowledge(v, 2, 0b11);
     expect(w.ackStats(v)!.acked).toBe(3);
@@ -212,7 +212,7 @@ describe('acknowledgements drive the accumulator', () => {
     w.addViewer(late, { acks: true });
     expect(() => w.acknowledge(late, 0, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
     await pending;
-    expect(w.ackStats(v)).toEqual({ acked: 5, lost: 0, assumed: 0, probablyLost: 0 });
+    expect(w.ackStats(v)).toEqual({ acked: 5, lost: 0, assumed: 0, probablyLost: 0, expired: 0 });
     expect(() => w.acknowledge(v, 30000, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
   });
 
@@ -249,6 +249,93 @@ describe('acknowledgements drive the accumulator', () => {
     }
     expect(resent).toBe(true);
     expect(client.held.has(e)).toBe(false);
+  });
+
+  it('after an outage longer than the log (64 packets) the client converges: despawns, announcements and events are resent', async () => {
+    const c = WorldConfig.build({ graceTicks: 2, eventReserveBytes: 32 });
+    const w = new World(c, { capacity: 16, threads: 1, recordGhostPositions: true });
+    const v = w.spawn({ x: 1000, y: 1000, z: 0 });
+    const gone = w.spawn({ x: 1010, y: 1000, z: 0 });
+    w.addViewer(v, { acks: true });
+    const client = new AckingClient(c);
+    const events: number[] = [];
+    const raw = createRawPacket(1200);
+    const step = async (lose: boolean): Promise<void> => {
+      const bytes = (await w.tick()).bytesAt(0);
+      if (lose) return;
+      client.apply(bytes);
+      const p = decodePacketRaw(bytes, c, raw);
+      for (const e of p.events) if (!events.includes(e.sequence)) events.push(e.sequence);
+      w.acknowledge(v, ...client.ack());
+    };
+    for (let t = 0; t < 5; t++) await step(false);
+    // An outage of 80 packets: `gone` leaves for good, `still` appears and never moves, an event.
+    w.setPosition(gone, { x: 3000, y: 3000, z: 0 });
+    const still = w.spawn({ x: 1020, y: 1000, z: 0 });
+    w.emit(new Uint8Array([7]), { viewer: v });
+    for (let t = 0; t < 80; t++) await step(true);
+    for (let t = 0; t < 200; t++) await step(false);
+    expect(w.ackStats(v)!.expired).toBeGreaterThan(0);
+    expect([...client.held.keys()].sort()).toEqual([still]);
+    expect(Array.from(w.ghosts(v).ids)).toEqual([still]);
+    expect(events).toEqual([0]);
+    expect(w.eventStats(v)!.pending).toBe(0);
+  });
+
+  it('a late acknowledgement from an earlier incarnation does not stop a lost announcement from being repaired', async () => {
+    // x is announced; that packet's acknowledgement is held back while x leaves and its despawn
+    // arrives; x comes back and the announcement is lost; then the held acknowledgements arrive.
+    const c = WorldConfig.build({ graceTicks: 1 });
+    const w = new World(c, { capacity: 8, threads: 1, recordGhostPositions: true });
+    const viewer = w.spawn({ x: 1000, y: 1000, z: 0 });
+    const x = w.spawn({ x: 1010, y: 1000, z: 0 }); // never moves
+    w.addViewer(viewer, { acks: true });
+    const client = new AckingClient(c);
+    const held: [number, number][] = [];
+    const tick = async (deliver: boolean): Promise<void> => {
+      const bytes = (await w.tick()).bytesAt(0);
+      if (!deliver) return;
+      client.apply(bytes);
+      held.push(client.ack());
+    };
+    const flush = (): void => {
+      for (const [ack, bits] of held) w.acknowledge(viewer, ack, bits);
+      held.length = 0;
+    };
+    await tick(true); // announces x; its acknowledgement waits
+    w.setPosition(viewer, { x: 2000, y: 1000, z: 0 });
+    for (let i = 0; i < 4; i++) await tick(true); // x's despawn arrives
+    w.setPosition(viewer, { x: 1000, y: 1000, z: 0 });
+    await tick(false); // x announced again: lost
+    flush();
+    for (let i = 0; i < 200; i++) {
+      await tick(true);
+      flush();
+    }
+    expect(Array.from(w.ghosts(viewer).ids)).toEqual([x]);
+    expect(client.held.has(x)).toBe(true);
+  });
+
+  it('an entity whose announcement was lost for certain has no holders until it is announced again', async () => {
+    const c = WorldConfig.build({ eventReserveBytes: 32 });
+    const w = new World(c, { capacity: 4, threads: 1 });
+    const v = w.spawn({ x: 1000, y: 1000, z: 0 });
+    const x = w.spawn({ x: 1010, y: 1000, z: 0 }); // never moves
+    w.addViewer(v, { acks: true });
+    const client = new AckingClient(c);
+    await w.tick(); // announces x: lost
+    expect(w.emit(new Uint8Array([0]), { holders: x })).toBe(1); // not known lost yet
+    for (let t = 0; t < 40 && w.ackStats(v)!.lost === 0; t++) {
+      client.apply((await w.tick()).bytesAt(0)); // nothing new: x does not move
+      w.acknowledge(v, ...client.ack());
+    }
+    // The first packet is now lost for certain: the server no longer takes the client to hold x.
+    expect(client.held.has(x)).toBe(false);
+    expect(w.emit(new Uint8Array([1]), { holders: x })).toBe(0);
+    client.apply((await w.tick()).bytesAt(0)); // announced again
+    w.acknowledge(v, ...client.ack());
+    expect(client.held.has(x)).toBe(true);
+    expect(w.emit(new Uint8Array([2]), { holders: x })).toBe(1);
   });
 
   it('a log slot reused after a probably-lost packet still gives a lost update its priority back', async () => {

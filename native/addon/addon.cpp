@@ -669,7 +669,9 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     for (size_t i = 0; i < world_->viewerCount(); ++i) {
       const Viewer& v = world_->viewerAt(i);
       int32_t e = v.ghosts.find(id);
-      if (e >= 0 && v.ghosts.at(uint32_t(e)).state != kDespawnSent) out.push_back(v.avatarId);
+      // Not a despawn in flight, nor an announcement lost for certain (unheld): the client has it.
+      if (e >= 0 && v.ghosts.at(uint32_t(e)).state != kDespawnSent && !(v.ghosts.at(uint32_t(e)).flags & kUnheld))
+        out.push_back(v.avatarId);
     }
     Napi::Uint32Array a = Napi::Uint32Array::New(env, out.size());
     for (size_t i = 0; i < out.size(); ++i) a[i] = out[i];
@@ -694,7 +696,8 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     o.Set("pending", Napi::Number::New(env, double(v.events->size())));
     return o;
   }
-  // Packets resolved for a viewer with acknowledgements: { acked, lost, assumed } (null otherwise).
+  // Packets resolved for a viewer with acknowledgements: { acked, lost, assumed, probablyLost,
+  // expired } (null otherwise).
   Napi::Value AckStats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     uint32_t id = idArg(info, 0);
@@ -705,6 +708,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     o.Set("lost", Napi::Number::New(env, double(v.ackLog->lost)));
     o.Set("assumed", Napi::Number::New(env, double(v.ackLog->assumed)));
     o.Set("probablyLost", Napi::Number::New(env, double(v.ackLog->probablyLost)));
+    o.Set("expired", Napi::Number::New(env, double(v.ackLog->expired)));
     return o;
   }
   Napi::Value HasViewer(const Napi::CallbackInfo& info) {

@@ -23,13 +23,20 @@ void World::serve(Viewer& v, Scratch& s) {
   ++v.passes;
   ++st.served;
 
-  // Acknowledgements: this packet's slot in the log. A packet still unresolved there is taken as
-  // delivered (done first: it may remove entries).
+  // Acknowledgements: this packet's slot in the log. A packet still unresolved there, 64 packets
+  // on, is taken as lost once the client has acknowledged anything (it went silent: an outage;
+  // what it carried is sent again), else as delivered (a client that never acknowledges gets what
+  // a viewer without acknowledgements gets). Done first: it may remove entries.
   AckLog* log = v.ackLog.get();
   const uint32_t logSlot = v.sequence % AckLog::kPackets;
   if (log && log->packets[logSlot].used) {
-    resolvePacket(v, log->packets[logSlot], logSlot, AckLog::Delivered);
-    --log->acked, ++log->assumed;
+    if (log->acknowledging) {
+      resolvePacket(v, log->packets[logSlot], logSlot, AckLog::Lost);
+      ++log->expired;
+    } else {
+      resolvePacket(v, log->packets[logSlot], logSlot, AckLog::Delivered);
+      --log->acked, ++log->assumed;
+    }
   }
 
   // Subscription box (cells within the cell radius); a change is counted.
@@ -234,8 +241,10 @@ void World::serve(Viewer& v, Scratch& s) {
       if (r.fresh) {  // announced again: its despawn was in flight, or its announcement lost
         ge.state = kLive, ge.lastSeen = pass;
         ge.flags &= uint8_t(~kUnheld);
-        gt.ackAt(e).confirmed = 0;
-        gt.ackAt(e).born = v.sequence;
+        GhostAck& a = gt.ackAt(e);
+        a.confirmed = 0;
+        a.born = v.sequence;
+        a.inflight = 0;  // packets of the earlier incarnation no longer count (their records are ignored)
       }
     }
     newGhosts += r.fresh;

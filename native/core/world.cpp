@@ -140,6 +140,7 @@ void World::acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits) {
                                                        " was added without { acks: true }; its packets are not logged");
   checkAck(v, ack, v.sequence, v.passes);
   AckLog& log = *v.ackLog;
+  log.acknowledging = true;
   for (uint32_t slot = 0; slot < AckLog::kPackets; ++slot) {
     AckLog::Packet& p = log.packets[slot];
     if (!p.used) continue;

@@ -35,7 +35,8 @@ struct ViewerOptions {
 
 // Packets in flight to a viewer whose client acknowledges: for each, the updates (id, mark) and
 // despawn ids it carried. 64 packets; a slot reused before its packet was resolved is taken as
-// delivered (what a viewer without acknowledgements assumes of every packet).
+// lost once the client has acknowledged anything, else as delivered (what a viewer without
+// acknowledgements assumes of every packet).
 struct AckLog {
   static constexpr uint32_t kPackets = 64;
   // An acknowledgement at least this many sequences newer that leaves a packet out makes it
@@ -66,7 +67,10 @@ struct AckLog {
   std::vector<uint32_t> updateIds, updateMarks, despawnIds;
   // Packets resolved each way; probablyLost counts packets whose records got their priority back
   // (some of them are acknowledged later and counted in acked too).
-  uint64_t acked = 0, lost = 0, assumed = 0, probablyLost = 0;
+  // expired: packets 64 sequences old that no acknowledgement resolved, from a client that had
+  // acknowledged before (taken as lost, and counted in lost too).
+  uint64_t acked = 0, lost = 0, assumed = 0, probablyLost = 0, expired = 0;
+  bool acknowledging = false;  // some acknowledgement was applied
 };
 
 struct Viewer {
