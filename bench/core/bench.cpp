@@ -34,6 +34,7 @@ struct Options {
   double ghostCap = 256;
   double denseThreshold = 512;
   bool still = false;
+  bool digest = false;  // print a digest of every packet (to check that two builds send the same bytes)
   double gapMs = 15;  // --mode wake: idle time before each dispatch
 };
 
@@ -42,6 +43,8 @@ void usage() {
                "usage: bench [--scenario uniform|town-square|crowd] [--mode pass|snapshot|gather|wake]\n"
                "             [--entities N] [--viewers N] [--threads N] [--ticks N] [--warmup N]\n"
                "             [--walk-cap N|inf] [--ghost-cap N] [--dense N|inf] [--still] [--gap-ms N]\n"
+               "             [--digest]\n"
+               "  --digest: also print a digest of every packet written (two builds must agree)\n"
                "  --mode wake: how long after a parallelFor starts each pool thread takes its first chunk,\n"
                "               when the pool sat idle --gap-ms before it (the thread count includes the caller)\n");
   std::exit(2);
@@ -107,6 +110,7 @@ int main(int argc, char** argv) {
     else if (a == "--ghost-cap") o.ghostCap = num(next());
     else if (a == "--dense") o.denseThreshold = num(next());
     else if (a == "--still") o.still = true;
+    else if (a == "--digest") o.digest = true;
     else if (a == "--gap-ms") o.gapMs = num(next());
     else usage();
   }
@@ -146,6 +150,7 @@ int main(int argc, char** argv) {
   TickStats last{};
   std::vector<Candidate> buf(o.entities + 2);
   uint64_t gathered = 0, examined = 0;
+  uint64_t digest = 0xcbf29ce484222325ull;
   for (uint32_t t = 0; t < o.warmup + o.ticks; ++t) {
     move();
     if (o.mode == "snapshot") {
@@ -174,6 +179,12 @@ int main(int argc, char** argv) {
       continue;
     }
     w.runPass(pool);
+    if (o.digest) {  // FNV-1a over every packet of every tick, in viewer order
+      const uint32_t* pi = w.packetIndex();
+      const uint8_t* out = w.output();
+      for (uint32_t i = 0; i < viewers; ++i)
+        for (uint32_t k = 0; k < pi[3 * i + 2]; ++k) digest = (digest ^ out[pi[3 * i + 1] + k]) * 0x100000001b3ull;
+    }
     if (t >= o.warmup) snapUs.push_back(w.snapshotMicros), passUs.push_back(w.passMicros), last = w.stats();
   }
   std::printf("{\"scenario\":\"%s\",\"mode\":\"%s\",\"entities\":%u,\"viewers\":%u,\"threads\":%u,\"walkCap\":%.0f,"
@@ -191,10 +202,12 @@ int main(int argc, char** argv) {
     double med = median(passUs);
     double served = double(std::max<uint64_t>(last.served, 1));
     std::printf(",\"passMs\":%.3f,\"passP90Ms\":%.3f,\"perViewerUs\":%.3f,\"snapshotUs\":%.1f,\"recordsPerPacket\":%.2f,"
-                "\"candidatesPerViewer\":%.1f,\"examinedPerViewer\":%.1f,\"despawnsPerTick\":%lu,\"newGhostsPerTick\":%lu}\n",
+                "\"candidatesPerViewer\":%.1f,\"examinedPerViewer\":%.1f,\"despawnsPerTick\":%lu,\"newGhostsPerTick\":%lu",
                 med / 1000, pct(passUs, 0.9) / 1000, med / served, median(snapUs), double(last.records) / served,
                 double(last.candidates) / served, double(last.examined) / served, (unsigned long)last.despawns,
                 (unsigned long)last.newGhosts);
+    if (o.digest) std::printf(",\"digest\":\"%016llx\"", (unsigned long long)digest);
+    std::printf("}\n");
   }
   return 0;
 }
