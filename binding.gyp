@@ -7,6 +7,7 @@
         "native/core/entities.cpp",
         "native/core/snapshot.cpp",
         "native/core/gather.cpp",
+        "native/core/simd.cpp",
         "native/core/ghost.cpp",
         "native/core/pass.cpp",
         "native/core/thread_pool.cpp",

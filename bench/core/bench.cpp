@@ -148,7 +148,6 @@ int main(int argc, char** argv) {
 
   std::vector<double> snapUs, passUs, gatherUs;
   TickStats last{};
-  std::vector<Candidate> buf(o.entities + 2);
   uint64_t gathered = 0, examined = 0;
   uint64_t digest = 0xcbf29ce484222325ull;
   for (uint32_t t = 0; t < o.warmup + o.ticks; ++t) {
@@ -162,13 +161,15 @@ int main(int argc, char** argv) {
     w.prepareTick();
     if (o.mode == "gather") {
       const Snapshot& snap = w.snapshot();
-      std::vector<std::vector<Candidate>> scratch(pool.size(), std::vector<Candidate>(o.entities + 2));
+      std::vector<std::vector<uint64_t>> d2s(pool.size(), std::vector<uint64_t>(o.entities + kGatherSlack));
+      std::vector<std::vector<uint32_t>> idxs(pool.size(), std::vector<uint32_t>(o.entities + kGatherSlack));
       std::vector<uint64_t> g(pool.size() * 16), ex(pool.size() * 16);
       auto t0 = Clock::now();
       pool.parallelFor(viewers, 16, [&](uint32_t b, uint32_t e, unsigned wk) {
         for (uint32_t i = b; i < e; ++i) {
           const Viewer& v = w.viewerAt(i);
-          GatherResult r = gather(snap, v.vx, v.vy, c.viewRadiusSq, c.walkCap, v.avatarId, scratch[wk].data());
+          GatherResult r = gather(snap, v.vx, v.vy, c.viewRadiusSq, c.walkCap, v.avatarId,
+                                 Candidates{d2s[wk].data(), idxs[wk].data()});
           g[wk * 16] += r.count, ex[wk * 16] += r.examined;
         }
       });

@@ -2,31 +2,82 @@
 
 #include <algorithm>
 
+#include "simd.h"
 #include "subscription.h"
+
+#if SIGHTLINE_AVX512
+#include <immintrin.h>
+#endif
 
 namespace sightline {
 
 namespace {
 
 inline uint32_t scanRange(const Snapshot& snap, uint32_t b, uint32_t e, int64_t vx, int64_t vy, uint64_t r2,
-                          uint32_t exclude, Candidate* out, uint32_t n) {
+                          uint32_t exclude, Candidates out, uint32_t n) {
   const SnapEntity* es = snap.ents.data();
   for (uint32_t i = b; i < e; ++i) {
     int64_t dx = es[i].x - vx, dy = es[i].y - vy;
     uint64_t d2 = static_cast<uint64_t>(dx * dx) + static_cast<uint64_t>(dy * dy);
     // Branch-free append: always write, advance only when in range and not excluded.
-    out[n].index = i;
-    out[n].order = n;
-    out[n].d2 = d2;
+    out.d2[n] = d2;
+    out.index[n] = i;
     n += static_cast<uint32_t>((d2 <= r2) & (es[i].id != exclude));
   }
   return n;
 }
 
+#if SIGHTLINE_AVX512
+// GCC 12 reports its own _mm512_undefined_* placeholders inside the intrinsics as maybe uninitialized.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// scanRange, 8 entities at a time: the same candidates in the same order. Two 64-byte loads hold 8
+// records; their x and y are widened to 64 bits, so d2 is computed exactly as above (low 64 bits
+// of the products). Kept lanes are packed by compress and stored whole: up to 8 entries past n are
+// written (the arrays' slack), as the scalar loop writes one.
+SIGHTLINE_TARGET_AVX512
+uint32_t scanRange512(const Snapshot& snap, uint32_t b, uint32_t e, int64_t vx, int64_t vy, uint64_t r2,
+                      uint32_t exclude, Candidates out, uint32_t n) {
+  const int32_t* words = reinterpret_cast<const int32_t*>(snap.ents.data());
+  const __m512i xyLanes = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+  const __m512i idLanes = _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 2, 6, 10, 14, 18, 22, 26, 30);
+  const __m512i vvx = _mm512_set1_epi64(vx), vvy = _mm512_set1_epi64(vy), vr2 = _mm512_set1_epi64(int64_t(r2));
+  const __m256i vex = _mm256_set1_epi32(int32_t(exclude));
+  __m256i index = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(int32_t(b)));
+  const __m256i eight = _mm256_set1_epi32(8);
+  for (uint32_t i = b; i < e; i += 8) {
+    const int32_t* w = words + size_t{i} * 4;
+    __m512i lo, hi;
+    __mmask8 live = 0xff;
+    if (e - i >= 8) {
+      lo = _mm512_loadu_si512(w), hi = _mm512_loadu_si512(w + 16);
+    } else {  // the last 1..7 records: masked loads never touch the lanes left out
+      uint32_t left = e - i;
+      live = __mmask8((1u << left) - 1);
+      uint32_t words4 = left * 4;
+      lo = _mm512_maskz_loadu_epi32(__mmask16(words4 >= 16 ? 0xffff : (1u << words4) - 1), w);
+      hi = _mm512_maskz_loadu_epi32(__mmask16(words4 <= 16 ? 0 : (1u << (words4 - 16)) - 1), w + 16);
+    }
+    __m512i xy = _mm512_permutex2var_epi32(lo, xyLanes, hi);
+    __m256i ids = _mm512_castsi512_si256(_mm512_permutex2var_epi32(lo, idLanes, hi));
+    __m512i dx = _mm512_sub_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(xy)), vvx);
+    __m512i dy = _mm512_sub_epi64(_mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(xy, 1)), vvy);
+    __m512i d2 = _mm512_add_epi64(_mm512_mullo_epi64(dx, dx), _mm512_mullo_epi64(dy, dy));
+    __mmask8 keep = _mm512_mask_cmple_epu64_mask(live, d2, vr2) & _mm256_cmpneq_epi32_mask(ids, vex);
+    _mm512_storeu_si512(out.d2 + n, _mm512_maskz_compress_epi64(keep, d2));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.index + n), _mm256_maskz_compress_epi32(keep, index));
+    n += uint32_t(__builtin_popcount(keep));
+    index = _mm256_add_epi32(index, eight);
+  }
+  return n;
+}
+#pragma GCC diagnostic pop
+#endif
+
 }  // namespace
 
 GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t r2, uint32_t walkCap, uint32_t exclude,
-                    Candidate* out) {
+                    Candidates out) {
   const Config& c = snap.config();
   const Grid& g = snap.grid();
   int64_t vcx = cellOf(vx, c.cellShift), vcy = cellOf(vy, c.cellShift);
@@ -34,6 +85,13 @@ GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t r2, u
   GatherResult r{0, 0};
   if (box.empty()) return r;
   uint32_t n = 0, examined = 0;
+#if SIGHTLINE_AVX512
+  const bool vec = simdEnabled();
+  auto scanRange = [vec](const Snapshot& sn, uint32_t b, uint32_t e, int64_t x, int64_t y, uint64_t rr, uint32_t ex,
+                         Candidates o, uint32_t k) {
+    return vec ? scanRange512(sn, b, e, x, y, rr, ex, o, k) : sightline::scanRange(sn, b, e, x, y, rr, ex, o, k);
+  };
+#endif
   // When the box holds no more than walkCap entities the cap cannot bind and every cell is scanned:
   // the box is then read row by row, a row of cells being one range of the snapshot.
   const uint32_t* cs = snap.cellStart.data();
@@ -66,7 +124,6 @@ GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t r2, u
     n = scanRange(snap, b, e, vx, vy, r2, exclude, out, n);
     examined += e - b;
   };
-  // `out` has room for snap.count() + 1 entries: the branch-free append writes one past the end.
   for (size_t k = 0; k < g.ringSize; ++k) {
     if (n >= walkCap) break;
     int64_t cx = vcx + ringDx[k], cy = vcy + ringDy[k];

@@ -14,20 +14,23 @@
 
 namespace sightline {
 
-struct Candidate {
-  uint32_t index;  // position in the snapshot arrays
-  uint32_t order;  // position in gather order: the tie-break after the distance
-  uint64_t d2;     // squared horizontal distance to the viewer, raw^2
+// Where the gather writes its candidates, one array per field; a candidate's position in them is
+// its gather order (the tie-break after the distance).
+struct Candidates {
+  uint64_t* d2;     // squared horizontal distance to the viewer, raw^2
+  uint32_t* index;  // position in the snapshot arrays
 };
+// Room the arrays need beyond the snapshot's entity count (the branch-free appends write ahead).
+constexpr uint32_t kGatherSlack = 16;
 
 struct GatherResult {
   uint32_t count;     // candidates written
   uint32_t examined;  // entities whose distance was computed
 };
 
-// `out` must hold snapshot.count() candidates. `exclude` is an entity id left out (the avatar), or
+// `out`'s arrays must hold snapshot.count() + kGatherSlack entries. `exclude` is an entity id left out (the avatar), or
 // UINT32_MAX. Works for any viewer position, inside the region or not.
 GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t radiusSq, uint32_t walkCap,
-                    uint32_t exclude, Candidate* out);
+                    uint32_t exclude, Candidates out);
 
 }  // namespace sightline

@@ -46,28 +46,30 @@ void World::serve(Viewer& v, Scratch& s) {
   v.box = box, v.hasBox = true;
 
   // Capped gather, then the nearest ghostCap candidates (distance, then gather order) are eligible.
-  Candidate* cand = s.candidates.data();
-  GatherResult g = gather(snap, v.vx, v.vy, c.viewRadiusSq, c.walkCap, v.avatarId, cand);
+  const uint64_t* candD2 = s.candD2.data();
+  const uint32_t* candIndex = s.candIndex.data();
+  GatherResult g = gather(snap, v.vx, v.vy, c.viewRadiusSq, c.walkCap, v.avatarId, Candidates{s.candD2.data(), s.candIndex.data()});
   st.candidates += g.count;
   st.examined += g.examined;
   uint32_t n = g.count;
-  if (n > c.ghostCap) {
+  uint32_t* eligible = s.eligible.data();
+  const bool allEligible = n <= c.ghostCap;
+  if (!allEligible) {
     // The nearest ghostCap: first by a band of +-1/32 around last pass's threshold distance (it
     // moves little from one pass to the next), else by the radix select.
-    auto d2Of = [](const Candidate& k) { return k.d2; };
-    auto nearer = [](const Candidate& x, const Candidate& y) { return x.d2 != y.d2 ? x.d2 < y.d2 : x.order < y.order; };
+    auto d2Of = [candD2](uint32_t i) { return candD2[i]; };
+    auto nearer = [candD2](uint32_t i, uint32_t j) { return candD2[i] != candD2[j] ? candD2[i] < candD2[j] : i < j; };
     const uint64_t hint = v.eligibleHint;
-    if (hint == 0 || !keepSmallestNear(cand, n, c.ghostCap, s.candTies.data(), s.indices.data(), hint - (hint >> 5),
-                                       hint + (hint >> 5), d2Of, nearer, &v.eligibleHint)) {
+    if (hint == 0 || !keepSmallestNear(n, c.ghostCap, eligible, s.indices.data(), hint - (hint >> 5), hint + (hint >> 5),
+                                       d2Of, nearer, &v.eligibleHint)) {
       keepSmallest(
-          cand, n, c.ghostCap, s.candTies.data(), s.buckets.data(), s.indices.data(),
-          [](const Candidate& k) { return logBucket(k.d2); }, [](const Candidate& k, uint32_t b) { return subBucket(k.d2, b); },
-          nearer);
+          n, c.ghostCap, eligible, s.buckets.data(), s.indices.data(),
+          [candD2](uint32_t i) { return logBucket(candD2[i]); },
+          [candD2](uint32_t i, uint32_t b) { return subBucket(candD2[i], b); }, nearer);
       uint64_t farthest = 0;
-      for (uint32_t i = 0; i < c.ghostCap; ++i) farthest = std::max(farthest, s.candTies[i].d2);
+      for (uint32_t i = 0; i < c.ghostCap; ++i) farthest = std::max(farthest, candD2[eligible[i]]);
       v.eligibleHint = farthest;
     }
-    cand = s.candTies.data();
     n = c.ghostCap;
   }
   st.eligible += n;
@@ -97,9 +99,10 @@ void World::serve(Viewer& v, Scratch& s) {
   const SnapEntity* ents = snap.ents.data();
   World::Scored* sc = s.scored.data();
   uint32_t m = 0, newPositive = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    const Candidate& k = cand[i];
-    const SnapEntity& se = ents[k.index];
+  auto score = [&](uint32_t i) {
+    const uint32_t index = candIndex[i];
+    const uint64_t d2 = candD2[i];
+    const SnapEntity& se = ents[index];
     int32_t e = lookup.find(se.id);
     uint32_t drift, fresh = 0;
     if (e >= 0) {
@@ -116,10 +119,15 @@ void World::serve(Viewer& v, Scratch& s) {
       drift = c.newDrift, fresh = 1;
     }
     // band = ilog2(d2). drift < 2^32 and weight < 2^32: the product fits in 64 bits (never saturates).
-    uint64_t score = uint64_t{drift} * c.bandWeights[ilog2(k.d2)];
-    if (score == 0) continue;  // the cut at the first zero score: unmoved since last sent
-    sc[m++] = World::Scored{score, i, k.index, e, fresh};
+    uint64_t score = uint64_t{drift} * c.bandWeights[ilog2(d2)];
+    if (score == 0) return;  // the cut at the first zero score: unmoved since last sent
+    sc[m++] = World::Scored{score, i, index, e, fresh};
     newPositive += e < 0;
+  };
+  if (allEligible) {
+    for (uint32_t i = 0; i < n; ++i) score(i);
+  } else {
+    for (uint32_t j = 0; j < n; ++j) score(eligible[j]);
   }
 
   // Despawn records first (queued by the previous pass's evictions), at most half the state bytes.
@@ -188,24 +196,28 @@ void World::serve(Viewer& v, Scratch& s) {
   s.lookup.clear(gt);  // the last lookup; entries are inserted and removed from here on
 
   // Selection: the top `slots` by score descending, ties nearest first (distance, then gather
-  // order). New ghosts need room.
-  auto before = [cand](const World::Scored& x, const World::Scored& y) {
+  // order). New ghosts need room. `chosen` gets their positions in sc, in packet order (unless
+  // allChosen).
+  auto before = [candD2](const World::Scored& x, const World::Scored& y) {
     if (x.score != y.score) return x.score > y.score;
-    const Candidate &a = cand[x.order], &b = cand[y.order];
-    return a.d2 != b.d2 ? a.d2 < b.d2 : a.order < b.order;
+    const uint64_t a = candD2[x.order], b = candD2[y.order];
+    return a != b ? a < b : x.order < y.order;
   };
   uint32_t slots = updateSlots(budget, despawns);
   uint32_t room = gt.capacity() - gt.size();
   uint32_t take;
+  uint32_t* chosen = s.chosen.data();
+  bool allChosen = false;  // chosen = sc[0, take)
   if (newPositive <= room) {
     take = std::min(m, slots);
     if (m > slots && take > 0) {
       keepSmallest(
-          sc, m, take, s.ties.data(), s.buckets.data(), s.indices.data(),
-          [](const World::Scored& r) { return kBuckets - 1 - logBucket(r.score); },
-          [](const World::Scored& r, uint32_t b) { return 63 - subBucket(r.score, kBuckets - 1 - b); },
-          before);
-      sc = s.ties.data();
+          m, take, chosen, s.buckets.data(), s.indices.data(),
+          [sc](uint32_t j) { return kBuckets - 1 - logBucket(sc[j].score); },
+          [sc](uint32_t j, uint32_t b) { return 63 - subBucket(sc[j].score, kBuckets - 1 - b); },
+          [sc, &before](uint32_t j, uint32_t k) { return before(sc[j], sc[k]); });
+    } else {
+      allChosen = true;
     }
   } else {
     std::sort(sc, sc + m, before);
@@ -215,7 +227,7 @@ void World::serve(Viewer& v, Scratch& s) {
         if (room == 0) { ++st.ghostTableFull; continue; }
         --room;
       }
-      sc[take++] = sc[i];
+      chosen[take++] = i;
     }
   }
 
@@ -223,8 +235,7 @@ void World::serve(Viewer& v, Scratch& s) {
   const int32_t* zs = snap.z.data();
   uint32_t newGhosts = 0;
   const bool trackPositions = gt.tracksPositions();
-  for (uint32_t i = 0; i < take; ++i) {
-    const World::Scored& r = sc[i];
+  auto emit = [&](uint32_t i, const World::Scored& r) {
     const uint32_t idx = r.index;
     const SnapEntity se = ents[idx];
     const uint32_t id = se.id;
@@ -257,6 +268,11 @@ void World::serve(Viewer& v, Scratch& s) {
       GhostPosition& gp = gt.positionAt(e);
       gp.x = se.x, gp.y = se.y, gp.z = zs[idx];
     }
+  };
+  if (allChosen) {
+    for (uint32_t i = 0; i < take; ++i) emit(i, sc[i]);
+  } else {
+    for (uint32_t i = 0; i < take; ++i) emit(i, sc[chosen[i]]);
   }
   st.records += take;
   st.newGhosts += newGhosts;

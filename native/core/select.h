@@ -1,7 +1,7 @@
 // Partial selection for the pass: the `take` smallest of n entries under a strict total order,
 // by a two-level radix select on a log-scale bucket of a 64-bit key. Used for eligibility (nearest
-// ghostCap candidates) and for the choice of updates (highest scores). No allocation: the caller
-// passes the scratch.
+// ghostCap candidates) and for the choice of updates (highest scores). Entries are named by their
+// position; the caller's callables read them. No allocation: the caller passes the scratch.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -26,27 +26,28 @@ inline uint32_t subBucket(uint64_t v, uint32_t b) {
   return uint32_t(w > 9 ? off >> (w - 9) : off);
 }
 
-// Writes the `take` entries of a[0, n) with the smallest (key, order) to out[0, take), in no
-// particular order. A radix select: a histogram of bucket(entry) (non-decreasing in key, cached in
-// `buckets`) finds the bucket holding the take-th key; entries in lower buckets are kept outright.
-// The threshold bucket is split again into 64 sub-buckets by sub(entry, bucket), and only its
-// threshold sub-bucket (usually one or two entries) is ordered exactly by less (key, then order).
-// (key, order) is a strict total order, so the chosen set does not depend on the thread count.
-// Requires 0 < take < n; buckets has room for n entries and idx for 2n.
-template <typename T, typename Bucket, typename Sub, typename Less>
-void keepSmallest(const T* a, uint32_t n, uint32_t take, T* out, uint16_t* buckets, uint32_t* idx, Bucket bucket,
-                  Sub sub, Less less) {
+// Writes to out[0, take) the positions of the `take` smallest entries of [0, n) under less(i, j), a
+// strict total order on positions, in no particular order (but a deterministic one). A radix
+// select: a histogram of bucket(i) (non-decreasing in the order's key, cached in `buckets`) finds
+// the bucket holding the take-th entry; entries in lower buckets are kept outright. The threshold
+// bucket is split again into 64 sub-buckets by sub(i, bucket), and only its threshold sub-bucket
+// (usually one or two entries) is ordered exactly by less. less is a total order, so the chosen
+// set does not depend on the thread count. Requires 0 < take < n; buckets has room for n entries,
+// idx for 2n; out does not overlap idx.
+template <typename Bucket, typename Sub, typename Less>
+void keepSmallest(uint32_t n, uint32_t take, uint32_t* out, uint16_t* buckets, uint32_t* idx, Bucket bucket, Sub sub,
+                  Less less) {
   // Two interleaved histograms: consecutive entries often share a bucket, and one counter would
   // make every increment wait for the previous one.
   uint32_t hist[kBuckets] = {}, hist2[kBuckets] = {};
   uint32_t i = 0;
   for (; i + 1 < n; i += 2) {
-    uint32_t b0 = bucket(a[i]), b1 = bucket(a[i + 1]);
+    uint32_t b0 = bucket(i), b1 = bucket(i + 1);
     buckets[i] = uint16_t(b0), buckets[i + 1] = uint16_t(b1);
     ++hist[b0], ++hist2[b1];
   }
   if (i < n) {
-    uint32_t b = bucket(a[i]);
+    uint32_t b = bucket(i);
     buckets[i] = uint16_t(b);
     ++hist[b];
   }
@@ -69,7 +70,7 @@ void keepSmallest(const T* a, uint32_t n, uint32_t take, T* out, uint16_t* bucke
     // reads); the threshold sub-bucket goes to idx[below, ...), free since below + t <= n.
     uint32_t sh[64] = {};
     for (uint32_t j = 0; j < t; ++j) {
-      uint32_t s = sub(a[tie[j]], B);
+      uint32_t s = sub(tie[j], B);
       buckets[tie[j]] = uint16_t(s);
       ++sh[s];
     }
@@ -85,27 +86,28 @@ void keepSmallest(const T* a, uint32_t n, uint32_t take, T* out, uint16_t* bucke
       r += s == SB;
     }
     uint32_t need2 = need - won;  // >= 1 and <= r
-    if (r > need2) std::nth_element(rest, rest + need2, rest + r, [&](uint32_t x, uint32_t y) { return less(a[x], a[y]); });
-    for (uint32_t k = 0; k < need2; ++k) out[below + won + k] = a[rest[k]];
+    if (r > need2) std::nth_element(rest, rest + need2, rest + r, less);
+    for (uint32_t k = 0; k < need2; ++k) out[below + won + k] = rest[k];
     need = won;
   }
-  for (uint32_t k = 0; k < below; ++k) out[k] = a[idx[k]];
-  for (uint32_t k = 0; k < need; ++k) out[below + k] = a[tie[k]];
+  for (uint32_t k = 0; k < below; ++k) out[k] = idx[k];
+  for (uint32_t k = 0; k < need; ++k) out[below + k] = tie[k];
 }
 
 // keepSmallest with a guess: when the take-th smallest key lies in [lo, hi] (a band around last
-// pass's threshold), one pass sorts the entries into those below lo (kept), those in the band
+// pass's threshold), one pass sorts the positions into those below lo (kept), those in the band
 // (ordered exactly by less) and those above hi (dropped), and the result is the same set as
-// keepSmallest's. Returns false, having written nothing, when the guess missed. On success
-// *threshold is the take-th smallest key when one from the band was taken (else left as is).
-// Requires 0 < take < n; idx has room for 2n entries.
-template <typename T, typename Key, typename Less>
-bool keepSmallestNear(const T* a, uint32_t n, uint32_t take, T* out, uint32_t* idx, uint64_t lo, uint64_t hi, Key key,
+// keepSmallest's. key(i) is the order's key: less(i, j) whenever key(i) < key(j). Returns false,
+// having written nothing, when the guess missed. On success *threshold is the take-th smallest key
+// when one from the band was taken (else left as is). Requires 0 < take < n; idx has room for 2n
+// entries; out does not overlap idx.
+template <typename Key, typename Less>
+bool keepSmallestNear(uint32_t n, uint32_t take, uint32_t* out, uint32_t* idx, uint64_t lo, uint64_t hi, Key key,
                       Less less, uint64_t* threshold) {
   uint32_t below = 0, band = 0;
   uint32_t* inBand = idx + n;
   for (uint32_t i = 0; i < n; ++i) {
-    uint64_t k = key(a[i]);
+    uint64_t k = key(i);
     idx[below] = i;
     below += k < lo;
     inBand[band] = i;
@@ -114,14 +116,13 @@ bool keepSmallestNear(const T* a, uint32_t n, uint32_t take, T* out, uint32_t* i
   if (below > take || below + band < take) return false;
   uint32_t need = take - below;
   if (need > 0) {
-    auto byLess = [&](uint32_t x, uint32_t y) { return less(a[x], a[y]); };
     // inBand[need - 1] becomes the need-th smallest of the band, the ones before it smaller.
-    if (band > need) std::nth_element(inBand, inBand + need - 1, inBand + band, byLess);
-    else std::iter_swap(inBand + need - 1, std::max_element(inBand, inBand + need, byLess));
-    *threshold = key(a[inBand[need - 1]]);
+    if (band > need) std::nth_element(inBand, inBand + need - 1, inBand + band, less);
+    else std::iter_swap(inBand + need - 1, std::max_element(inBand, inBand + need, less));
+    *threshold = key(inBand[need - 1]);
   }
-  for (uint32_t k = 0; k < below; ++k) out[k] = a[idx[k]];
-  for (uint32_t k = 0; k < need; ++k) out[below + k] = a[inBand[k]];
+  for (uint32_t k = 0; k < below; ++k) out[k] = idx[k];
+  for (uint32_t k = 0; k < need; ++k) out[below + k] = inBand[k];
   return true;
 }
 

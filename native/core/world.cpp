@@ -224,13 +224,13 @@ void World::runPass(ThreadPool& pool) {
   auto t0 = std::chrono::steady_clock::now();
   while (scratch_.size() < pool.size()) scratch_.push_back(std::make_unique<Scratch>());
   for (auto& s : scratch_) {
-    size_t n = snapshot_.count() + 1;
-    if (s->candidates.size() < n) {
+    size_t n = snapshot_.count() + kGatherSlack;
+    if (s->candD2.size() < n) {
       n += n / 4;
-      s->candidates.resize(n), s->candTies.resize(n), s->buckets.resize(n), s->indices.resize(2 * n);
+      s->candD2.resize(n), s->candIndex.resize(n), s->eligible.resize(n), s->buckets.resize(n), s->indices.resize(2 * n);
     }
     if (s->scored.size() < config_.ghostCap) {
-      s->scored.resize(config_.ghostCap), s->ties.resize(config_.ghostCap);
+      s->scored.resize(config_.ghostCap), s->chosen.resize(config_.ghostCap);
       s->removals.resize(config_.ghostTableCapacity), s->evicted.resize(config_.ghostTableCapacity);
     }
     s->lookup.reserve(store_.highWater());
