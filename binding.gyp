@@ -8,6 +8,7 @@
         "native/core/snapshot.cpp",
         "native/core/gather.cpp",
         "native/core/simd.cpp",
+        "native/core/select.cpp",
         "native/core/ghost.cpp",
         "native/core/pass.cpp",
         "native/core/thread_pool.cpp",

@@ -19,6 +19,8 @@ namespace sightline {
 struct Candidates {
   uint64_t* d2;     // squared horizontal distance to the viewer, raw^2
   uint32_t* index;  // position in the snapshot arrays
+  uint32_t* id;     // entity id (the snapshot's, copied so the pass need not go back for it)
+  uint32_t* odo;    // odometer total (raw units, wrapping), copied likewise
 };
 // Room the arrays need beyond the snapshot's entity count (the branch-free appends write ahead).
 constexpr uint32_t kGatherSlack = 16;

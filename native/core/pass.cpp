@@ -48,7 +48,10 @@ void World::serve(Viewer& v, Scratch& s) {
   // Capped gather, then the nearest ghostCap candidates (distance, then gather order) are eligible.
   const uint64_t* candD2 = s.candD2.data();
   const uint32_t* candIndex = s.candIndex.data();
-  GatherResult g = gather(snap, v.vx, v.vy, c.viewRadiusSq, c.walkCap, v.avatarId, Candidates{s.candD2.data(), s.candIndex.data()});
+  const uint32_t* candId = s.candId.data();
+  const uint32_t* candOdo = s.candOdo.data();
+  GatherResult g = gather(snap, v.vx, v.vy, c.viewRadiusSq, c.walkCap, v.avatarId,
+                          Candidates{s.candD2.data(), s.candIndex.data(), s.candId.data(), s.candOdo.data()});
   st.candidates += g.count;
   st.examined += g.examined;
   uint32_t n = g.count;
@@ -61,7 +64,7 @@ void World::serve(Viewer& v, Scratch& s) {
     auto nearer = [candD2](uint32_t i, uint32_t j) { return candD2[i] != candD2[j] ? candD2[i] < candD2[j] : i < j; };
     const uint64_t hint = v.eligibleHint;
     if (hint == 0 || !keepSmallestNear(n, c.ghostCap, eligible, s.indices.data(), hint - (hint >> 5), hint + (hint >> 5),
-                                       d2Of, nearer, &v.eligibleHint)) {
+                                       d2Of, nearer, &v.eligibleHint, candD2)) {
       keepSmallest(
           n, c.ghostCap, eligible, s.buckets.data(), s.indices.data(),
           [candD2](uint32_t i) { return logBucket(candD2[i]); },
@@ -102,8 +105,7 @@ void World::serve(Viewer& v, Scratch& s) {
   auto score = [&](uint32_t i) {
     const uint32_t index = candIndex[i];
     const uint64_t d2 = candD2[i];
-    const SnapEntity& se = ents[index];
-    int32_t e = lookup.find(se.id);
+    int32_t e = lookup.find(candId[i]);
     uint32_t drift, fresh = 0;
     if (e >= 0) {
       GhostEntry& ge = gt.at(uint32_t(e));
@@ -113,7 +115,7 @@ void World::serve(Viewer& v, Scratch& s) {
         ge.lastSeen = pass;
         if (ge.state == kDeparting) ge.state = kLive;
         if (ge.flags & kUnheld) drift = c.newDrift, fresh = 1;
-        else drift = se.odo - ge.mark;
+        else drift = candOdo[i] - ge.mark;
       }
     } else {
       drift = c.newDrift, fresh = 1;

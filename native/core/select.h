@@ -26,6 +26,19 @@ inline uint32_t subBucket(uint64_t v, uint32_t b) {
   return uint32_t(w > 9 ? off >> (w - 9) : off);
 }
 
+// The branch-free splits of the selections below, on vectors where the CPU has them (select.cpp).
+// Each writes positions in increasing order and may write up to kSplitSlack entries past the
+// counts it returns.
+constexpr uint32_t kSplitSlack = 16;
+struct Split {
+  uint32_t below;  // positions written to `below`
+  uint32_t at;     // positions written to the other list (at the threshold bucket, or in the band)
+};
+// Positions i of buckets[0, n) with buckets[i] < B to below, == B to at.
+Split splitBuckets(const uint16_t* buckets, uint32_t n, uint16_t B, uint32_t* below, uint32_t* at);
+// Positions i of keys[0, n) with keys[i] < lo to below, lo <= keys[i] <= hi to band.
+Split splitBand(const uint64_t* keys, uint32_t n, uint64_t lo, uint64_t hi, uint32_t* below, uint32_t* band);
+
 // Writes to out[0, take) the positions of the `take` smallest entries of [0, n) under less(i, j), a
 // strict total order on positions, in no particular order (but a deterministic one). A radix
 // select: a histogram of bucket(i) (non-decreasing in the order's key, cached in `buckets`) finds
@@ -33,7 +46,7 @@ inline uint32_t subBucket(uint64_t v, uint32_t b) {
 // bucket is split again into 64 sub-buckets by sub(i, bucket), and only its threshold sub-bucket
 // (usually one or two entries) is ordered exactly by less. less is a total order, so the chosen
 // set does not depend on the thread count. Requires 0 < take < n; buckets has room for n entries,
-// idx for 2n; out does not overlap idx.
+// idx for 2n + 2 kSplitSlack; out does not overlap idx.
 template <typename Bucket, typename Sub, typename Less>
 void keepSmallest(uint32_t n, uint32_t take, uint32_t* out, uint16_t* buckets, uint32_t* idx, Bucket bucket, Sub sub,
                   Less less) {
@@ -53,17 +66,10 @@ void keepSmallest(uint32_t n, uint32_t take, uint32_t* out, uint16_t* buckets, u
   }
   uint32_t B = 0, cum = 0;
   while (cum + hist[B] + hist2[B] < take) cum += hist[B] + hist2[B], ++B;
-  // Branch-free split into indices: below the threshold bucket from the front of idx, ties at it
-  // from the back.
-  uint32_t below = 0, t = 0;
-  uint32_t* tie = idx + n;
-  for (i = 0; i < n; ++i) {
-    uint32_t b = buckets[i];
-    idx[below] = i;
-    below += b < B;
-    tie[t] = i;
-    t += b == B;
-  }
+  // Split into positions: below the threshold bucket to the front of idx, ties at it to the back.
+  uint32_t* tie = idx + n + kSplitSlack;
+  const Split split = splitBuckets(buckets, n, uint16_t(B), idx, tie);
+  const uint32_t below = split.below, t = split.at;
   uint32_t need = take - below;  // >= 1 and <= t
   if (t > need) {
     // Level 2 over the threshold bucket. Winners move to the front of tie (in place: writes trail
@@ -97,32 +103,37 @@ void keepSmallest(uint32_t n, uint32_t take, uint32_t* out, uint16_t* buckets, u
 // keepSmallest with a guess: when the take-th smallest key lies in [lo, hi] (a band around last
 // pass's threshold), one pass sorts the positions into those below lo (kept), those in the band
 // (ordered exactly by less) and those above hi (dropped), and the result is the same set as
-// keepSmallest's. key(i) is the order's key: less(i, j) whenever key(i) < key(j). Returns false,
-// having written nothing, when the guess missed. On success *threshold is the take-th smallest key
-// when one from the band was taken (else left as is). Requires 0 < take < n; idx has room for 2n
-// entries; out does not overlap idx.
+// keepSmallest's. key(i) is the order's key: less(i, j) whenever key(i) < key(j); when the keys
+// are an array, passing it as `keys` lets the split run on vectors. Returns false when the guess
+// missed (out's contents are then unspecified). On success *threshold is the take-th smallest key
+// when one from the band was taken (else left as is). Requires 0 < take < n; out and idx each have
+// room for n + kSplitSlack entries and do not overlap.
 template <typename Key, typename Less>
 bool keepSmallestNear(uint32_t n, uint32_t take, uint32_t* out, uint32_t* idx, uint64_t lo, uint64_t hi, Key key,
-                      Less less, uint64_t* threshold) {
-  uint32_t below = 0, band = 0;
-  uint32_t* inBand = idx + n;
-  for (uint32_t i = 0; i < n; ++i) {
-    uint64_t k = key(i);
-    idx[below] = i;
-    below += k < lo;
-    inBand[band] = i;
-    band += (k >= lo) & (k <= hi);
+                      Less less, uint64_t* threshold, const uint64_t* keys = nullptr) {
+  // Those below lo go straight to the front of out, in order; the band's to idx.
+  Split split{0, 0};
+  if (keys) {
+    split = splitBand(keys, n, lo, hi, out, idx);
+  } else {
+    for (uint32_t i = 0; i < n; ++i) {
+      uint64_t k = key(i);
+      out[split.below] = i;
+      split.below += k < lo;
+      idx[split.at] = i;
+      split.at += (k >= lo) & (k <= hi);
+    }
   }
+  const uint32_t below = split.below, band = split.at;
   if (below > take || below + band < take) return false;
   uint32_t need = take - below;
   if (need > 0) {
-    // inBand[need - 1] becomes the need-th smallest of the band, the ones before it smaller.
-    if (band > need) std::nth_element(inBand, inBand + need - 1, inBand + band, less);
-    else std::iter_swap(inBand + need - 1, std::max_element(inBand, inBand + need, less));
-    *threshold = key(inBand[need - 1]);
+    // idx[need - 1] becomes the need-th smallest of the band, the ones before it smaller.
+    if (band > need) std::nth_element(idx, idx + need - 1, idx + band, less);
+    else std::iter_swap(idx + need - 1, std::max_element(idx, idx + need, less));
+    *threshold = key(idx[need - 1]);
   }
-  for (uint32_t k = 0; k < below; ++k) out[k] = idx[k];
-  for (uint32_t k = 0; k < need; ++k) out[below + k] = inBand[k];
+  for (uint32_t k = 0; k < need; ++k) out[below + k] = idx[k];
   return true;
 }
 

@@ -7,6 +7,7 @@
 #include "budget.h"
 #include "codec.h"
 #include "errors.h"
+#include "select.h"
 
 namespace sightline {
 
@@ -227,7 +228,8 @@ void World::runPass(ThreadPool& pool) {
     size_t n = snapshot_.count() + kGatherSlack;
     if (s->candD2.size() < n) {
       n += n / 4;
-      s->candD2.resize(n), s->candIndex.resize(n), s->eligible.resize(n), s->buckets.resize(n), s->indices.resize(2 * n);
+      s->candD2.resize(n), s->candIndex.resize(n), s->candId.resize(n), s->candOdo.resize(n), s->eligible.resize(n), s->buckets.resize(n);
+      s->indices.resize(2 * n + 2 * kSplitSlack);
     }
     if (s->scored.size() < config_.ghostCap) {
       s->scored.resize(config_.ghostCap), s->chosen.resize(config_.ghostCap);

@@ -194,6 +194,8 @@ class World {
   struct alignas(64) Scratch {
     std::vector<uint64_t> candD2;      // the gather's candidates (see Candidates)
     std::vector<uint32_t> candIndex;
+    std::vector<uint32_t> candId;
+    std::vector<uint32_t> candOdo;
     std::vector<uint32_t> eligible;    // gather positions of the eligible candidates
     std::vector<uint16_t> buckets;
     std::vector<uint32_t> indices;     // 2 per candidate

@@ -260,10 +260,11 @@ void selectionMatchesASort() {
   struct E { uint64_t key; uint32_t order; };
   std::mt19937_64 rng(5);
   std::vector<E> a(700), ref;
-  std::vector<uint32_t> out(700);
+  std::vector<uint32_t> out(700 + kSplitSlack), outVec(700 + kSplitSlack);
   std::vector<uint16_t> buckets(700);
-  std::vector<uint32_t> idx(1400);
-  uint32_t runs = 0, nearHits = 0;
+  std::vector<uint32_t> idx(1400 + 2 * kSplitSlack);
+  std::vector<uint64_t> keys(700);
+  uint32_t runs = 0, nearHits = 0, kernelRounds = 0;
   for (uint32_t round = 0; round < 20000; ++round) {
     uint32_t n = 2 + uint32_t(rng() % 699), take = 1 + uint32_t(rng() % (n - 1));
     uint32_t kind = round % 5;
@@ -285,13 +286,27 @@ void selectionMatchesASort() {
       return x.order < y.order;
     };
     auto lessAt = [&](uint32_t i, uint32_t j) { return less(a[i], a[j]); };
-    if (largest)
-      keepSmallest(n, take, out.data(), buckets.data(), idx.data(),
-                   [&](uint32_t i) { return kBuckets - 1 - logBucket(a[i].key); },
-                   [&](uint32_t i, uint32_t b) { return 63 - subBucket(a[i].key, kBuckets - 1 - b); }, lessAt);
-    else
-      keepSmallest(n, take, out.data(), buckets.data(), idx.data(), [&](uint32_t i) { return logBucket(a[i].key); },
-                   [&](uint32_t i, uint32_t b) { return subBucket(a[i].key, b); }, lessAt);
+    auto select = [&](uint32_t* into) {
+      if (largest)
+        keepSmallest(n, take, into, buckets.data(), idx.data(),
+                     [&](uint32_t i) { return kBuckets - 1 - logBucket(a[i].key); },
+                     [&](uint32_t i, uint32_t b) { return 63 - subBucket(a[i].key, kBuckets - 1 - b); }, lessAt);
+      else
+        keepSmallest(n, take, into, buckets.data(), idx.data(), [&](uint32_t i) { return logBucket(a[i].key); },
+                     [&](uint32_t i, uint32_t b) { return subBucket(a[i].key, b); }, lessAt);
+    };
+    select(out.data());
+    // The vector splits give the very same positions in the same order as the portable ones.
+    if (cpuHasAvx512()) {
+      setSimd(false);
+      select(outVec.data());
+      setSimd(true);
+      if (!std::equal(out.begin(), out.begin() + take, outVec.begin())) {
+        CHECK(false, "selection round %u: the AVX-512 and portable kernels chose differently", round);
+        return;
+      }
+      ++kernelRounds;
+    }
     ref.assign(a.begin(), a.begin() + n);
     std::sort(ref.begin(), ref.end(), less);
     std::vector<uint32_t> got(take), want(take);
@@ -313,6 +328,15 @@ void selectionMatchesASort() {
       uint64_t threshold = 12345;
       bool hit = keepSmallestNear(n, take, out.data(), idx.data(), lo, hi, [&](uint32_t i) { return a[i].key; }, lessAt,
                                   &threshold);
+      // The same over the key array (the vector split where the CPU has it): the same answer.
+      for (uint32_t i = 0; i < n; ++i) keys[i] = a[i].key;
+      uint64_t threshold2 = 12345;
+      bool hit2 = keepSmallestNear(n, take, outVec.data(), idx.data(), lo, hi, [&](uint32_t i) { return keys[i]; }, lessAt,
+                                   &threshold2, keys.data());
+      if (hit2 != hit || (hit && (threshold2 != threshold || !std::equal(out.begin(), out.begin() + take, outVec.begin())))) {
+        CHECK(false, "near-selection round %u: the split over the key array answered differently", round);
+        return;
+      }
       // It can answer when no more than take keys lie below lo and at least take up to hi.
       uint32_t belowLo = 0, upToHi = 0;
       for (uint32_t i = 0; i < n; ++i) belowLo += ref[i].key < lo, upToHi += ref[i].key <= hi;
@@ -338,7 +362,9 @@ void selectionMatchesASort() {
   }
   CHECK(runs == 20000, "selection rounds %u", runs);
   CHECK(nearHits > 2000, "only %u near-selections answered", nearHits);
-  std::printf("selection: 20000 random selections equal a full sort (%u also by a band guess)\n", nearHits);
+  CHECK(kernelRounds == (cpuHasAvx512() ? 20000u : 0u), "kernel rounds %u", kernelRounds);
+  std::printf("selection: 20000 random selections equal a full sort (%u also by a band guess)%s\n", nearHits,
+              cpuHasAvx512() ? "; AVX-512 and portable splits agree" : "");
 }
 
 // The AVX-512 gather against the portable one, candidate for candidate: random worlds (sparse
@@ -371,21 +397,23 @@ void gatherKernelsAgree() {
     w.prepareTick();
     const Snapshot& snap = w.snapshot();
     std::vector<uint64_t> d2a(count + kGatherSlack), d2b(count + kGatherSlack);
-    std::vector<uint32_t> ia(count + kGatherSlack), ib(count + kGatherSlack);
+    std::vector<uint32_t> ia(count + kGatherSlack), ib(count + kGatherSlack), ida(count + kGatherSlack),
+        idb(count + kGatherSlack), oa(count + kGatherSlack), ob(count + kGatherSlack);
     for (uint32_t q = 0; q < 200; ++q) {
       int64_t vx = uni(-c.cellRaw, c.regionRaw + c.cellRaw), vy = uni(-c.cellRaw, c.regionRaw + c.cellRaw);
       if (q % 5 == 0) vx = 5000, vy = 7000;
       uint32_t walkCap = q % 3 == 0 ? UINT32_MAX : 1 + rng() % 300;
       uint32_t exclude = q % 2 ? ids[rng() % ids.size()] : UINT32_MAX;
       setSimd(false);
-      GatherResult a = gather(snap, vx, vy, c.viewRadiusSq, walkCap, exclude, Candidates{d2a.data(), ia.data()});
+      GatherResult a = gather(snap, vx, vy, c.viewRadiusSq, walkCap, exclude, Candidates{d2a.data(), ia.data(), ida.data(), oa.data()});
       setSimd(true);
-      GatherResult b = gather(snap, vx, vy, c.viewRadiusSq, walkCap, exclude, Candidates{d2b.data(), ib.data()});
+      GatherResult b = gather(snap, vx, vy, c.viewRadiusSq, walkCap, exclude, Candidates{d2b.data(), ib.data(), idb.data(), ob.data()});
       bool same = a.count == b.count && a.examined == b.examined;
       for (uint32_t k = 0; same && k < a.count; ++k) {
         const SnapEntity& e = snap.ents[ia[k]];
         int64_t dx = e.x - vx, dy = e.y - vy;
-        same = d2a[k] == d2b[k] && ia[k] == ib[k] && d2a[k] == uint64_t(dx * dx) + uint64_t(dy * dy) &&
+        same = d2a[k] == d2b[k] && ia[k] == ib[k] && ida[k] == idb[k] && oa[k] == ob[k] && ida[k] == e.id &&
+               oa[k] == e.odo && d2a[k] == uint64_t(dx * dx) + uint64_t(dy * dy) &&
                d2a[k] <= c.viewRadiusSq && e.id != exclude;
       }
       if (!same) {
