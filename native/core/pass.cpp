@@ -65,10 +65,9 @@ void World::serve(Viewer& v, Scratch& s) {
     const uint64_t hint = v.eligibleHint;
     if (hint == 0 || !keepSmallestNear(n, c.ghostCap, eligible, s.indices.data(), hint - (hint >> 5), hint + (hint >> 5),
                                        d2Of, nearer, &v.eligibleHint, candD2)) {
-      keepSmallest(
-          n, c.ghostCap, eligible, s.buckets.data(), s.indices.data(),
-          [candD2](uint32_t i) { return logBucket(candD2[i]); },
-          [candD2](uint32_t i, uint32_t b) { return subBucket(candD2[i], b); }, nearer);
+      logBuckets(candD2, n, false, s.buckets.data());
+      keepSmallest(n, c.ghostCap, eligible, s.buckets.data(), s.indices.data(),
+                   [candD2](uint32_t i, uint32_t b) { return subBucket(candD2[i], b); }, nearer);
       uint64_t farthest = 0;
       for (uint32_t i = 0; i < c.ghostCap; ++i) farthest = std::max(farthest, candD2[eligible[i]]);
       v.eligibleHint = farthest;
@@ -101,6 +100,7 @@ void World::serve(Viewer& v, Scratch& s) {
   // client does not hold it. Held ghosts are stamped with this pass (and revived if departing).
   const SnapEntity* ents = snap.ents.data();
   World::Scored* sc = s.scored.data();
+  uint64_t* scores = s.scores.data();
   uint32_t m = 0, newPositive = 0;
   auto score = [&](uint32_t i) {
     const uint32_t index = candIndex[i];
@@ -119,11 +119,13 @@ void World::serve(Viewer& v, Scratch& s) {
       }
     } else {
       drift = c.newDrift, fresh = 1;
+      gt.prefetchIndex(candId[i]);  // it may be inserted
     }
     // band = ilog2(d2). drift < 2^32 and weight < 2^32: the product fits in 64 bits (never saturates).
     uint64_t score = uint64_t{drift} * c.bandWeights[ilog2(d2)];
     if (score == 0) return;  // the cut at the first zero score: unmoved since last sent
-    sc[m++] = World::Scored{score, i, index, e, fresh};
+    scores[m] = score;
+    sc[m++] = World::Scored{i, index, e, fresh};
     newPositive += e < 0;
   };
   if (allEligible) {
@@ -187,6 +189,7 @@ void World::serve(Viewer& v, Scratch& s) {
         gt.ackAt(uint32_t(e)).despawnSequence = v.sequence;
       } else {
         s.removals[removals++] = uint32_t(e);
+        gt.prefetchIndex(id);  // removed at the end of the pass
       }
       ++despawns;
       gt.dequeue();
@@ -200,10 +203,10 @@ void World::serve(Viewer& v, Scratch& s) {
   // Selection: the top `slots` by score descending, ties nearest first (distance, then gather
   // order). New ghosts need room. `chosen` gets their positions in sc, in packet order (unless
   // allChosen).
-  auto before = [candD2](const World::Scored& x, const World::Scored& y) {
-    if (x.score != y.score) return x.score > y.score;
-    const uint64_t a = candD2[x.order], b = candD2[y.order];
-    return a != b ? a < b : x.order < y.order;
+  auto before = [candD2, scores, sc](uint32_t x, uint32_t y) {
+    if (scores[x] != scores[y]) return scores[x] > scores[y];
+    const uint64_t a = candD2[sc[x].order], b = candD2[sc[y].order];
+    return a != b ? a < b : sc[x].order < sc[y].order;
   };
   uint32_t slots = updateSlots(budget, despawns);
   uint32_t room = gt.capacity() - gt.size();
@@ -213,23 +216,23 @@ void World::serve(Viewer& v, Scratch& s) {
   if (newPositive <= room) {
     take = std::min(m, slots);
     if (m > slots && take > 0) {
-      keepSmallest(
-          m, take, chosen, s.buckets.data(), s.indices.data(),
-          [sc](uint32_t j) { return kBuckets - 1 - logBucket(sc[j].score); },
-          [sc](uint32_t j, uint32_t b) { return 63 - subBucket(sc[j].score, kBuckets - 1 - b); },
-          [sc, &before](uint32_t j, uint32_t k) { return before(sc[j], sc[k]); });
+      logBuckets(scores, m, true, s.buckets.data());
+      keepSmallest(m, take, chosen, s.buckets.data(), s.indices.data(),
+                   [scores](uint32_t j, uint32_t b) { return 63 - subBucket(scores[j], kBuckets - 1 - b); }, before);
     } else {
       allChosen = true;
     }
   } else {
-    std::sort(sc, sc + m, before);
+    uint32_t* order = s.indices.data();
+    for (uint32_t j = 0; j < m; ++j) order[j] = j;
+    std::sort(order, order + m, before);
     take = 0;
-    for (uint32_t i = 0; i < m && take < slots; ++i) {
-      if (sc[i].entry < 0) {
+    for (uint32_t j = 0; j < m && take < slots; ++j) {
+      if (sc[order[j]].entry < 0) {
         if (room == 0) { ++st.ghostTableFull; continue; }
         --room;
       }
-      chosen[take++] = i;
+      chosen[take++] = order[j];
     }
   }
 

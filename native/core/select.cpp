@@ -34,7 +34,76 @@ Split splitBandPortable(const uint64_t* keys, uint32_t n, uint64_t lo, uint64_t 
   return s;
 }
 
+void logBucketsPortable(const uint64_t* keys, uint32_t n, bool flip, uint16_t* buckets) {
+  const uint32_t top = flip ? kBuckets - 1 : 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t b = logBucket(keys[i]);
+    buckets[i] = uint16_t(flip ? top - b : b);
+  }
+}
+
+// A histogram, two interleaved (consecutive entries often share a bucket, and one counter would
+// make every increment wait for the previous one), then a scan for the take-th entry.
+uint32_t thresholdBucketPortable(const uint16_t* buckets, uint32_t n, uint32_t take) {
+  uint32_t hist[kBuckets] = {}, hist2[kBuckets] = {};
+  uint32_t i = 0;
+  for (; i + 1 < n; i += 2) ++hist[buckets[i]], ++hist2[buckets[i + 1]];
+  if (i < n) ++hist[buckets[i]];
+  uint32_t B = 0, cum = 0;
+  while (cum + hist[B] + hist2[B] < take) cum += hist[B] + hist2[B], ++B;
+  return B;
+}
+
 #if SIGHTLINE_AVX512
+// GCC 12 reports its own _mm512_undefined_* placeholders inside the intrinsics as maybe uninitialized.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// logBucket 8 keys at a time: the bit width from a leading-zero count, the two bits below the
+// leading one by a variable shift; keys below 4 are their own bucket.
+SIGHTLINE_TARGET_AVX512
+void logBuckets512(const uint64_t* keys, uint32_t n, bool flip, uint16_t* buckets) {
+  const __m512i three = _mm512_set1_epi64(3), four = _mm512_set1_epi64(4), sixtyFour = _mm512_set1_epi64(64);
+  const __m512i top = _mm512_set1_epi64(flip ? kBuckets - 1 : 0);
+  for (uint32_t i = 0; i < n; i += 8) {
+    __mmask8 live = n - i >= 8 ? __mmask8(0xff) : __mmask8((1u << (n - i)) - 1);
+    __m512i v = _mm512_maskz_loadu_epi64(live, keys + i);
+    __m512i w = _mm512_sub_epi64(sixtyFour, _mm512_lzcnt_epi64(v));
+    __m512i frac = _mm512_and_si512(_mm512_srlv_epi64(v, _mm512_sub_epi64(w, three)), three);
+    __m512i b = _mm512_or_si512(_mm512_slli_epi64(w, 2), frac);
+    b = _mm512_mask_mov_epi64(b, _mm512_cmplt_epu64_mask(v, four), v);
+    if (flip) b = _mm512_sub_epi64(top, b);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(buckets + i), _mm512_cvtepi64_epi16(b));
+  }
+}
+
+// How many of buckets[0, n) are below x, 32 at a time.
+SIGHTLINE_TARGET_AVX512
+uint32_t countBelow512(const uint16_t* buckets, uint32_t n, uint32_t x) {
+  const __m512i vx = _mm512_set1_epi16(int16_t(x));
+  uint32_t count = 0, i = 0;
+  for (; i + 32 <= n; i += 32)
+    count += uint32_t(__builtin_popcount(_mm512_cmplt_epu16_mask(_mm512_loadu_si512(buckets + i), vx)));
+  if (i < n) {
+    __mmask32 live = __mmask32((1ull << (n - i)) - 1);
+    count += uint32_t(
+        __builtin_popcount(_mm512_mask_cmplt_epu16_mask(live, _mm512_maskz_loadu_epi16(live, buckets + i), vx)));
+  }
+  return count;
+}
+
+// The threshold bucket by binary search: 9 counts cover the 260 buckets.
+SIGHTLINE_TARGET_AVX512
+uint32_t thresholdBucket512(const uint16_t* buckets, uint32_t n, uint32_t take) {
+  // The smallest B in [lo, hi] with countBelow(B + 1) >= take; hi qualifies (every bucket < kBuckets).
+  uint32_t lo = 0, hi = kBuckets - 1;
+  while (lo < hi) {
+    uint32_t mid = (lo + hi) / 2;
+    if (countBelow512(buckets, n, mid + 1) >= take) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
 // The same splits 16 (buckets) or 8 (keys) positions at a time: compare to a mask, compress the
 // positions, store them whole and advance by the mask's population. Masked loads for the tail.
 SIGHTLINE_TARGET_AVX512
@@ -73,9 +142,24 @@ Split splitBand512(const uint64_t* keys, uint32_t n, uint64_t lo, uint64_t hi, u
   }
   return s;
 }
+#pragma GCC diagnostic pop
 #endif
 
 }  // namespace
+
+void logBuckets(const uint64_t* keys, uint32_t n, bool flip, uint16_t* buckets) {
+#if SIGHTLINE_AVX512
+  if (simdEnabled()) return logBuckets512(keys, n, flip, buckets);
+#endif
+  logBucketsPortable(keys, n, flip, buckets);
+}
+
+uint32_t thresholdBucket(const uint16_t* buckets, uint32_t n, uint32_t take) {
+#if SIGHTLINE_AVX512
+  if (simdEnabled()) return thresholdBucket512(buckets, n, take);
+#endif
+  return thresholdBucketPortable(buckets, n, take);
+}
 
 Split splitBuckets(const uint16_t* buckets, uint32_t n, uint16_t B, uint32_t* below, uint32_t* at) {
 #if SIGHTLINE_AVX512

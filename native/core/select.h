@@ -39,33 +39,24 @@ Split splitBuckets(const uint16_t* buckets, uint32_t n, uint16_t B, uint32_t* be
 // Positions i of keys[0, n) with keys[i] < lo to below, lo <= keys[i] <= hi to band.
 Split splitBand(const uint64_t* keys, uint32_t n, uint64_t lo, uint64_t hi, uint32_t* below, uint32_t* band);
 
+// logBucket of keys[0, n) into buckets[0, n), or kBuckets - 1 - logBucket when flip (an order by
+// largest key first). May write up to kSplitSlack entries past n.
+void logBuckets(const uint64_t* keys, uint32_t n, bool flip, uint16_t* buckets);
+// The smallest B such that at least `take` of buckets[0, n) are <= B. Requires 0 < take <= n.
+uint32_t thresholdBucket(const uint16_t* buckets, uint32_t n, uint32_t take);
+
 // Writes to out[0, take) the positions of the `take` smallest entries of [0, n) under less(i, j), a
 // strict total order on positions, in no particular order (but a deterministic one). A radix
-// select: a histogram of bucket(i) (non-decreasing in the order's key, cached in `buckets`) finds
-// the bucket holding the take-th entry; entries in lower buckets are kept outright. The threshold
-// bucket is split again into 64 sub-buckets by sub(i, bucket), and only its threshold sub-bucket
-// (usually one or two entries) is ordered exactly by less. less is a total order, so the chosen
-// set does not depend on the thread count. Requires 0 < take < n; buckets has room for n entries,
-// idx for 2n + 2 kSplitSlack; out does not overlap idx.
-template <typename Bucket, typename Sub, typename Less>
-void keepSmallest(uint32_t n, uint32_t take, uint32_t* out, uint16_t* buckets, uint32_t* idx, Bucket bucket, Sub sub,
-                  Less less) {
-  // Two interleaved histograms: consecutive entries often share a bucket, and one counter would
-  // make every increment wait for the previous one.
-  uint32_t hist[kBuckets] = {}, hist2[kBuckets] = {};
-  uint32_t i = 0;
-  for (; i + 1 < n; i += 2) {
-    uint32_t b0 = bucket(i), b1 = bucket(i + 1);
-    buckets[i] = uint16_t(b0), buckets[i + 1] = uint16_t(b1);
-    ++hist[b0], ++hist2[b1];
-  }
-  if (i < n) {
-    uint32_t b = bucket(i);
-    buckets[i] = uint16_t(b);
-    ++hist[b];
-  }
-  uint32_t B = 0, cum = 0;
-  while (cum + hist[B] + hist2[B] < take) cum += hist[B] + hist2[B], ++B;
+// select: the caller fills buckets[i] with a bucket of entry i, non-decreasing in the order's key
+// (logBuckets does it for a key array); the bucket holding the take-th entry is found, and entries
+// in lower buckets are kept outright. The threshold bucket is split again into 64 sub-buckets by
+// sub(i, bucket), and only its threshold sub-bucket (usually one or two entries) is ordered
+// exactly by less. less is a total order, so the chosen set does not depend on the thread count.
+// Requires 0 < take < n; buckets (overwritten) holds n entries, idx has room for 2n + 2 kSplitSlack;
+// out does not overlap idx.
+template <typename Sub, typename Less>
+void keepSmallest(uint32_t n, uint32_t take, uint32_t* out, uint16_t* buckets, uint32_t* idx, Sub sub, Less less) {
+  const uint32_t B = thresholdBucket(buckets, n, take);
   // Split into positions: below the threshold bucket to the front of idx, ties at it to the back.
   uint32_t* tie = idx + n + kSplitSlack;
   const Split split = splitBuckets(buckets, n, uint16_t(B), idx, tie);

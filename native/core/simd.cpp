@@ -11,7 +11,8 @@ bool detect() {
 #if SIGHTLINE_AVX512
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("bmi2") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512cd") &&
+         __builtin_cpu_supports("bmi2") &&
          __builtin_cpu_supports("popcnt");
 #else
   return false;

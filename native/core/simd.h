@@ -1,4 +1,4 @@
-// Vector kernels: which ones the pass uses. On x86-64 with AVX-512 (F, DQ, VL, BW) the gather and
+// Vector kernels: which ones the pass uses. On x86-64 with AVX-512 (F, DQ, VL, BW, CD) the gather and
 // the selections run 8 or 16 lanes at a time; everywhere else, or with SIGHTLINE_SIMD=off in the
 // environment, the portable loops run. Both give the same results bit for bit: the tests compare
 // them. Chosen once from the CPU; tests may switch between passes.
@@ -17,7 +17,7 @@ void setSimd(bool on);
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define SIGHTLINE_AVX512 1
-#define SIGHTLINE_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,bmi,bmi2,popcnt")))
+#define SIGHTLINE_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx512cd,bmi,bmi2,popcnt")))
 #else
 #define SIGHTLINE_AVX512 0
 #endif

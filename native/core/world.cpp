@@ -233,6 +233,7 @@ void World::runPass(ThreadPool& pool) {
     }
     if (s->scored.size() < config_.ghostCap) {
       s->scored.resize(config_.ghostCap), s->chosen.resize(config_.ghostCap);
+      s->scores.resize(config_.ghostCap + kSplitSlack);
       s->removals.resize(config_.ghostTableCapacity), s->evicted.resize(config_.ghostTableCapacity);
     }
     s->lookup.reserve(store_.highWater());

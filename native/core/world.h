@@ -187,9 +187,10 @@ class World {
   double odometerMicros = 0, snapshotMicros = 0, passMicros = 0;
 
  private:
-  // A candidate with its score; order = its gather position; entry = its ghost table index, or -1
-  // when it has none; fresh = the client does not hold it (no entry, or a despawn in flight).
-  struct Scored { uint64_t score; uint32_t order; uint32_t index; int32_t entry; uint32_t fresh; };
+  // A candidate with a positive score (the score itself is kept apart, in Scratch::scores); order =
+  // its gather position; entry = its ghost table index, or -1 when it has none; fresh = the client
+  // does not hold it (no entry, or a despawn in flight).
+  struct Scored { uint32_t order; uint32_t index; int32_t entry; uint32_t fresh; };
   // Per-worker scratch, on its own cache lines.
   struct alignas(64) Scratch {
     std::vector<uint64_t> candD2;      // the gather's candidates (see Candidates)
@@ -200,6 +201,7 @@ class World {
     std::vector<uint16_t> buckets;
     std::vector<uint32_t> indices;     // 2 per candidate
     std::vector<Scored> scored;
+    std::vector<uint64_t> scores;      // scored[j]'s score
     std::vector<uint32_t> chosen;      // positions in `scored` of the updates sent
     std::vector<uint32_t> removals;  // ghost entries whose despawn record went out this pass
     std::vector<uint32_t> evicted;   // ids evicted this pass

@@ -261,7 +261,7 @@ void selectionMatchesASort() {
   std::mt19937_64 rng(5);
   std::vector<E> a(700), ref;
   std::vector<uint32_t> out(700 + kSplitSlack), outVec(700 + kSplitSlack);
-  std::vector<uint16_t> buckets(700);
+  std::vector<uint16_t> buckets(700 + kSplitSlack);
   std::vector<uint32_t> idx(1400 + 2 * kSplitSlack);
   std::vector<uint64_t> keys(700);
   uint32_t runs = 0, nearHits = 0, kernelRounds = 0;
@@ -286,13 +286,17 @@ void selectionMatchesASort() {
       return x.order < y.order;
     };
     auto lessAt = [&](uint32_t i, uint32_t j) { return less(a[i], a[j]); };
+    for (uint32_t i = 0; i < n; ++i) keys[i] = a[i].key;
+    bool bucketsRight = true;
     auto select = [&](uint32_t* into) {
+      logBuckets(keys.data(), n, largest, buckets.data());
+      for (uint32_t i = 0; i < n; ++i)
+        bucketsRight &= buckets[i] == (largest ? kBuckets - 1 - logBucket(a[i].key) : logBucket(a[i].key));
       if (largest)
         keepSmallest(n, take, into, buckets.data(), idx.data(),
-                     [&](uint32_t i) { return kBuckets - 1 - logBucket(a[i].key); },
                      [&](uint32_t i, uint32_t b) { return 63 - subBucket(a[i].key, kBuckets - 1 - b); }, lessAt);
       else
-        keepSmallest(n, take, into, buckets.data(), idx.data(), [&](uint32_t i) { return logBucket(a[i].key); },
+        keepSmallest(n, take, into, buckets.data(), idx.data(),
                      [&](uint32_t i, uint32_t b) { return subBucket(a[i].key, b); }, lessAt);
     };
     select(out.data());
@@ -306,6 +310,10 @@ void selectionMatchesASort() {
         return;
       }
       ++kernelRounds;
+    }
+    if (!bucketsRight) {
+      CHECK(false, "selection round %u: logBuckets differs from logBucket", round);
+      return;
     }
     ref.assign(a.begin(), a.begin() + n);
     std::sort(ref.begin(), ref.end(), less);
@@ -329,7 +337,6 @@ void selectionMatchesASort() {
       bool hit = keepSmallestNear(n, take, out.data(), idx.data(), lo, hi, [&](uint32_t i) { return a[i].key; }, lessAt,
                                   &threshold);
       // The same over the key array (the vector split where the CPU has it): the same answer.
-      for (uint32_t i = 0; i < n; ++i) keys[i] = a[i].key;
       uint64_t threshold2 = 12345;
       bool hit2 = keepSmallestNear(n, take, outVec.data(), idx.data(), lo, hi, [&](uint32_t i) { return keys[i]; }, lessAt,
                                    &threshold2, keys.data());
@@ -364,7 +371,7 @@ void selectionMatchesASort() {
   CHECK(nearHits > 2000, "only %u near-selections answered", nearHits);
   CHECK(kernelRounds == (cpuHasAvx512() ? 20000u : 0u), "kernel rounds %u", kernelRounds);
   std::printf("selection: 20000 random selections equal a full sort (%u also by a band guess)%s\n", nearHits,
-              cpuHasAvx512() ? "; AVX-512 and portable splits agree" : "");
+              cpuHasAvx512() ? "; AVX-512 and portable kernels agree (buckets, threshold, splits)" : "");
 }
 
 // The AVX-512 gather against the portable one, candidate for candidate: random worlds (sparse
