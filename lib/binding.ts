@@ -138,6 +138,8 @@ export interface NativeBinding {
   /** Cells entered and left between two boxes, as flat [x, y, x, y, ...] pairs. */
   subscriptionDiff(prev: SubscriptionBox | null, next: SubscriptionBox | null): { entered: Int32Array; left: Int32Array };
   napiVersion: number;
+  /** Which vector kernels the pass runs: see `kernels` in index.ts. */
+  kernels: 'avx512' | 'portable';
 }
 
 function packageRoot(): string {

@@ -7,6 +7,14 @@ import { toMeters, toRaw } from './fixed.js';
 import { run as runClock, type LoopHandle, type LoopOptions } from './loop.js';
 
 /**
+ * Which vector kernels the replication pass runs in this process: `'avx512'` on x86-64 CPUs with
+ * AVX-512 (F, DQ, VL, BW, CD), where the gather and the selections work on 8 or 16 lanes at a time,
+ * else `'portable'`. Setting `SIGHTLINE_SIMD=off` in the environment before the addon loads forces
+ * the portable loops. Both write the same packets byte for byte; only the speed differs.
+ */
+export const kernels: 'avx512' | 'portable' = native.kernels;
+
+/**
  * An entity's id: slot (low 20 bits) and generation (high 12 bits). A despawned entity's slot is
  * reused with the next generation, so a stale id is refused (`ERR_SIGHTLINE_STALE_ENTITY`) rather
  * than answering for the new occupant, until one slot has been reused 4,096 times.

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "errors.h"
 #include "gather.h"
+#include "simd.h"
 #include "subscription.h"
 #include "thread_pool.h"
 #include "world.h"
@@ -867,6 +868,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("subscriptionBox", Napi::Function::New<SubscriptionBox>(env, "subscriptionBox"));
   exports.Set("subscriptionDiff", Napi::Function::New<SubscriptionDiff>(env, "subscriptionDiff"));
   exports.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
+  exports.Set("kernels", Napi::String::New(env, simdEnabled() ? "avx512" : "portable"));
   return exports;
 }
 
