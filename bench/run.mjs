@@ -13,7 +13,7 @@ import os from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { World, WorldConfig, decodePacket, decodePacketRaw, createRawPacket } from '../dist/lib/index.js';
+import { World, WorldConfig, decodePacket, decodePacketRaw, createRawPacket, kernels } from '../dist/lib/index.js';
 import { createHerd } from '../dist/lib/herd.js';
 import { CORE_BUILD_COMMAND, buildCore, runCore } from './core.mjs';
 import { BruteForcePeer, ColyseusPeer, sampleIndices } from './peers.mjs';
@@ -559,6 +559,7 @@ results.machine = {
   cpu: cpus[0]?.model ?? 'unknown',
   cores: cpus.length,
   memoryGiB: os.totalmem() / 2 ** 30,
+  kernels,
   os: `${os.type()} ${os.release()} ${os.arch()}`,
   node: process.version,
   v8: process.versions.v8,
@@ -591,6 +592,7 @@ function markdown(r) {
       ['', ''],
       [
         ['Machine', `${m.cpu}, ${m.cores} cores (os.cpus()), ${fmt(m.memoryGiB, 0)} GiB`],
+        ['Kernels', `${m.kernels ?? 'portable'} (\`kernels\`; SIGHTLINE_SIMD=off forces the portable ones)`],
         ['OS', m.os],
         ['Node', `${m.node} (V8 ${m.v8})`],
         ['Date', m.date],

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "gather.h"
+#include "simd.h"
 #include "thread_pool.h"
 #include "world.h"
 
@@ -190,9 +191,9 @@ int main(int argc, char** argv) {
     if (t >= o.warmup) snapUs.push_back(w.snapshotMicros), passUs.push_back(w.passMicros), last = w.stats();
   }
   std::printf("{\"scenario\":\"%s\",\"mode\":\"%s\",\"entities\":%u,\"viewers\":%u,\"threads\":%u,\"walkCap\":%.0f,"
-              "\"ghostCap\":%.0f,\"denseThreshold\":%.0f,\"ticks\":%u",
+              "\"ghostCap\":%.0f,\"denseThreshold\":%.0f,\"ticks\":%u,\"kernels\":\"%s\"",
               o.scenario.c_str(), o.mode.c_str(), o.entities, viewers, pool.size(), double(c.walkCap), o.ghostCap,
-              double(c.denseCellThreshold), o.ticks);
+              double(c.denseCellThreshold), o.ticks, simdEnabled() ? "avx512" : "portable");
   if (o.mode == "snapshot") {
     std::printf(",\"snapshotUs\":%.1f,\"snapshotP90Us\":%.1f}\n", median(snapUs), pct(snapUs, 0.9));
   } else if (o.mode == "gather") {
