@@ -28,6 +28,13 @@ export interface Vec3 {
   z: number;
 }
 
+/** A position given to spawn or setPosition, in meters: z may be left out and is then 0. */
+export interface PositionInput {
+  x: number;
+  y: number;
+  z?: number;
+}
+
 export interface WorldOptions {
   /** Entity slots, 1 to 1,048,576. Default 65,536. */
   capacity?: number;
@@ -391,10 +398,10 @@ export class World {
   }
 
   /**
-   * Adds an entity at a position in meters and returns its id.
+   * Adds an entity at a position in meters (z left out: 0) and returns its id.
    * @throws ERR_SIGHTLINE_INVALID_POSITION (non-finite or beyond Int32 raw), ERR_SIGHTLINE_WORLD_FULL.
    */
-  spawn(position: Vec3): EntityId {
+  spawn(position: PositionInput): EntityId {
     const [x, y, z] = checkVec3(position);
     try {
       return this.#native.spawn(x, y, z);
@@ -436,8 +443,8 @@ export class World {
     return { x: toMeters(this.positions.x[s]), y: toMeters(this.positions.y[s]), z: toMeters(this.positions.z[s]) };
   }
 
-  /** Moves an entity to a position in meters. @throws like spawn and slotOf; changes nothing then. */
-  setPosition(id: EntityId, position: Vec3): void {
+  /** Moves an entity to a position in meters (z left out: 0). @throws like spawn and slotOf; changes nothing then. */
+  setPosition(id: EntityId, position: PositionInput): void {
     const [x, y, z] = checkVec3(position);
     const s = this.slotOf(id);
     this.positions.x[s] = x;

@@ -14,7 +14,12 @@ const script = `
 import { createHash } from 'node:crypto';
 const { World, WorldConfig, kernels } = await import(${JSON.stringify(entry)});
 let seed = 7;
-const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 4294967296);
+const rnd = () => {  // mulberry32
+  seed = (seed + 0x6d2b79f5) | 0;
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+};
 const config = WorldConfig.build({ regionSize: 1024, viewRadius: 90, ghostCap: 96, walkCap: 120 });
 const world = new World(config, { capacity: 3000, threads: 2 });
 const live = [];

@@ -1,7 +1,8 @@
 #include "simd.h"
 
 #include <cstdlib>
-#include <cstring>
+#include <cctype>
+#include <string>
 
 namespace sightline {
 
@@ -19,9 +20,13 @@ bool detect() {
 #endif
 }
 
+// SIGHTLINE_SIMD=off (or 0, false, no; any case) turns the vector kernels off.
 bool offByEnvironment() {
   const char* v = std::getenv("SIGHTLINE_SIMD");
-  return v && (std::strcmp(v, "off") == 0 || std::strcmp(v, "0") == 0);
+  if (!v) return false;
+  std::string s(v);
+  for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return s == "off" || s == "0" || s == "false" || s == "no";
 }
 
 const bool kCpu = detect();
