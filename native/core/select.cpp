@@ -10,28 +10,29 @@ namespace sightline {
 
 namespace {
 
-Split splitBucketsPortable(const uint16_t* buckets, uint32_t n, uint16_t B, uint32_t* below, uint32_t* at) {
+// The portable splits: branch-free appends (always write, advance when the test holds).
+template <typename IsBelow, typename IsAt>
+Split splitPortable(uint32_t n, uint32_t* below, uint32_t* at, IsBelow isBelow, IsAt isAt) {
   Split s{0, 0};
   for (uint32_t i = 0; i < n; ++i) {
-    uint32_t b = buckets[i];
     below[s.below] = i;
-    s.below += b < B;
+    s.below += isBelow(i);
     at[s.at] = i;
-    s.at += b == B;
+    s.at += isAt(i);
   }
   return s;
 }
 
+Split splitBucketsPortable(const uint16_t* buckets, uint32_t n, uint16_t B, uint32_t* below, uint32_t* at) {
+  return splitPortable(
+      n, below, at, [=](uint32_t i) { return uint32_t(buckets[i] < B); },
+      [=](uint32_t i) { return uint32_t(buckets[i] == B); });
+}
+
 Split splitBandPortable(const uint64_t* keys, uint32_t n, uint64_t lo, uint64_t hi, uint32_t* below, uint32_t* band) {
-  Split s{0, 0};
-  for (uint32_t i = 0; i < n; ++i) {
-    uint64_t k = keys[i];
-    below[s.below] = i;
-    s.below += k < lo;
-    band[s.at] = i;
-    s.at += (k >= lo) & (k <= hi);
-  }
-  return s;
+  return splitPortable(
+      n, below, band, [=](uint32_t i) { return uint32_t(keys[i] < lo); },
+      [=](uint32_t i) { return uint32_t((keys[i] >= lo) & (keys[i] <= hi)); });
 }
 
 void logBucketsPortable(const uint64_t* keys, uint32_t n, bool flip, uint16_t* buckets) {
