@@ -15,7 +15,8 @@ bool simdEnabled();
 // during a pass.
 void setSimd(bool on);
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// Defining SIGHTLINE_NO_AVX512 builds without the vector kernels (as on other CPUs and compilers).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(SIGHTLINE_NO_AVX512)
 #define SIGHTLINE_AVX512 1
 #define SIGHTLINE_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx512cd,bmi,bmi2,popcnt")))
 #else
