@@ -223,17 +223,13 @@ void World::serve(Viewer& v, Scratch& s) {
       allChosen = true;
     }
   } else {
-    uint32_t* order = s.indices.data();
-    for (uint32_t j = 0; j < m; ++j) order[j] = j;
-    std::sort(order, order + m, before);
-    take = 0;
-    for (uint32_t j = 0; j < m && take < slots; ++j) {
-      if (sc[order[j]].entry < 0) {
-        if (room == 0) { ++st.ghostTableFull; continue; }
-        --room;
-      }
-      chosen[take++] = order[j];
-    }
+    // Too little room for every new one: the best `slots` of the held ones and the best `room` new
+    // ones (what a walk in score order taking new ones while room lasts would take).
+    uint32_t skipped;
+    take = chooseWithRoom(
+        m, slots, room, [sc](uint32_t j) { return sc[j].entry < 0; }, [scores](uint32_t j) { return scores[j]; }, before,
+        chosen, &skipped, s.lists.data(), s.keys.data(), s.buckets.data(), s.indices.data(), s.kept.data());
+    st.ghostTableFull += skipped;
   }
 
   // Assembly and bookkeeping: a sent ghost records its mark and the position the client now holds.

@@ -128,4 +128,71 @@ bool keepSmallestNear(uint32_t n, uint32_t take, uint32_t* out, uint32_t* idx, u
   return true;
 }
 
+// The `take` positions of list[0, count) that are smallest under less, written to out (keepSmallest
+// over the listed positions, by the log bucket of keyOf(position); all of them when take >= count).
+// keys has room for count + kSplitSlack entries, buckets for count + kSplitSlack, idx for
+// 2 count + 2 kSplitSlack.
+template <typename KeyOf, typename Less>
+void keepSmallestOf(const uint32_t* list, uint32_t count, uint32_t take, uint32_t* out, bool largest, KeyOf keyOf,
+                    Less less, uint64_t* keys, uint16_t* buckets, uint32_t* idx) {
+  if (take >= count) {
+    std::copy(list, list + count, out);
+    return;
+  }
+  if (take == 0) return;
+  for (uint32_t k = 0; k < count; ++k) keys[k] = keyOf(list[k]);
+  logBuckets(keys, count, largest, buckets);
+  keepSmallest(
+      count, take, out, buckets, idx,
+      [keys, largest](uint32_t k, uint32_t b) {
+        return largest ? 63 - subBucket(keys[k], kBuckets - 1 - b) : subBucket(keys[k], b);
+      },
+      [list, &less](uint32_t x, uint32_t y) { return less(list[x], list[y]); });
+  for (uint32_t k = 0; k < take; ++k) out[k] = list[out[k]];
+}
+
+// The choice of updates when new ghosts may be short of room: the same set as walking the m
+// records in order (less: best first) and taking each while fewer than `slots` are taken, a new
+// one only while `room` lasts (skipping it otherwise). That walk takes the first `slots`, in order,
+// of the held records and the best `room` new ones, so those are found by two partial selections
+// instead of a sort. isNew(j): record j has no ghost entry; score(j): its key, larger first (less's
+// first criterion). Writes the chosen positions to chosen (in no particular order) and returns
+// their count; *skipped = new records the walk would have skipped before it stopped. Scratch:
+// lists (3m + kSplitSlack), keys (m + kSplitSlack), buckets (m + kSplitSlack), idx
+// (2m + 2 kSplitSlack), flags (m).
+template <typename IsNew, typename Score, typename Less>
+uint32_t chooseWithRoom(uint32_t m, uint32_t slots, uint32_t room, IsNew isNew, Score score, Less less,
+                        uint32_t* chosen, uint32_t* skipped, uint32_t* lists, uint64_t* keys, uint16_t* buckets,
+                        uint32_t* idx, uint8_t* kept) {
+  *skipped = 0;
+  if (slots == 0) return 0;  // the walk takes nothing and meets nothing
+  uint32_t* fresh = lists;           // the new records
+  uint32_t* pool = lists + m;        // held records, then the new ones kept
+  uint32_t nFresh = 0, nPool = 0;
+  for (uint32_t j = 0; j < m; ++j) {
+    kept[j] = 0;
+    if (isNew(j)) fresh[nFresh++] = j;
+    else pool[nPool++] = j;
+  }
+  const uint32_t keepFresh = std::min(room, nFresh);
+  keepSmallestOf(fresh, nFresh, keepFresh, pool + nPool, true, score, less, keys, buckets, idx);
+  for (uint32_t k = 0; k < keepFresh; ++k) kept[pool[nPool + k]] = 1;
+  nPool += keepFresh;
+  uint32_t take;
+  if (nPool < slots) {
+    std::copy(pool, pool + nPool, chosen);
+    take = nPool;
+    *skipped = nFresh - keepFresh;  // the walk went through every record
+  } else {
+    // The walk stops at the slots-th record taken: only the new ones it met before count.
+    keepSmallestOf(pool, nPool, slots, chosen, true, score, less, keys, buckets, idx);
+    take = slots;
+    uint32_t last = chosen[0];  // the last one the walk takes
+    for (uint32_t k = 1; k < take; ++k)
+      if (less(last, chosen[k])) last = chosen[k];
+    for (uint32_t k = 0; k < nFresh; ++k) *skipped += !kept[fresh[k]] && less(fresh[k], last);
+  }
+  return take;
+}
+
 }  // namespace sightline

@@ -203,6 +203,9 @@ class World {
     std::vector<Scored> scored;
     std::vector<uint64_t> scores;      // scored[j]'s score
     std::vector<uint32_t> chosen;      // positions in `scored` of the updates sent
+    std::vector<uint32_t> lists;       // chooseWithRoom's scratch
+    std::vector<uint64_t> keys;
+    std::vector<uint8_t> kept;
     std::vector<uint32_t> removals;  // ghost entries whose despawn record went out this pass
     std::vector<uint32_t> evicted;   // ids evicted this pass
     GhostLookup lookup;              // slot -> entry of the viewer being served

@@ -435,8 +435,64 @@ void gatherKernelsAgree() {
               (unsigned long long)compared);
 }
 
+// chooseWithRoom against the walk it replaces: sort by score (ties by a tie key, then position),
+// take in order, a new record only while room lasts. Scores drawn to tie a lot; new records
+// plentiful or scarce; room and slots anywhere from 0 to past m.
+void chooseWithRoomMatchesTheWalk() {
+  std::mt19937_64 rng(9);
+  const uint32_t M = 300;
+  std::vector<uint64_t> score(M), tie(M), keys(M + kSplitSlack);
+  std::vector<uint8_t> fresh(M), kept(M);
+  std::vector<uint32_t> chosen(M), lists(3 * M + kSplitSlack), idx(2 * M + 2 * kSplitSlack), order(M);
+  std::vector<uint16_t> buckets(M + kSplitSlack);
+  uint32_t rounds = 0, withSkips = 0;
+  for (uint32_t round = 0; round < 20000; ++round) {
+    uint32_t m = 1 + uint32_t(rng() % M);
+    uint32_t kind = round % 4;
+    for (uint32_t j = 0; j < m; ++j) {
+      score[j] = kind == 0 ? 1 + rng() % 4 : kind == 1 ? 1 + (rng() >> (rng() % 64)) : 1000 + rng() % 50;
+      tie[j] = rng() % 3;
+      fresh[j] = uint8_t(rng() % 100 < (round % 7) * 15);
+    }
+    uint32_t slots = uint32_t(rng() % (m + 20)), room = uint32_t(rng() % (m + 5));
+    auto less = [&](uint32_t x, uint32_t y) {
+      if (score[x] != score[y]) return score[x] > score[y];
+      return tie[x] != tie[y] ? tie[x] < tie[y] : x < y;
+    };
+    // The walk.
+    for (uint32_t j = 0; j < m; ++j) order[j] = j;
+    std::sort(order.begin(), order.begin() + m, less);
+    std::vector<uint32_t> want;
+    uint32_t wantSkipped = 0, left = room;
+    for (uint32_t j = 0; j < m && want.size() < slots; ++j) {
+      if (fresh[order[j]]) {
+        if (left == 0) { ++wantSkipped; continue; }
+        --left;
+      }
+      want.push_back(order[j]);
+    }
+    uint32_t skipped = 12345;
+    uint32_t take = chooseWithRoom(
+        m, slots, room, [&](uint32_t j) { return fresh[j] != 0; }, [&](uint32_t j) { return score[j]; }, less,
+        chosen.data(), &skipped, lists.data(), keys.data(), buckets.data(), idx.data(), kept.data());
+    std::vector<uint32_t> got(chosen.begin(), chosen.begin() + take);
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    if (got != want || skipped != wantSkipped) {
+      CHECK(false, "chooseWithRoom round %u (m %u, slots %u, room %u): %zu chosen, %u skipped; the walk: %zu, %u", round,
+            m, slots, room, got.size(), skipped, want.size(), wantSkipped);
+      return;
+    }
+    withSkips += wantSkipped > 0;
+    ++rounds;
+  }
+  CHECK(rounds == 20000 && withSkips > 2000, "rounds %u, with skips %u", rounds, withSkips);
+  std::printf("choice with little room: 20000 random choices equal the walk (%u skip new records)\n", withSkips);
+}
+
 int main() {
   selectionMatchesASort();
+  chooseWithRoomMatchesTheWalk();
   gatherKernelsAgree();
   ghostLookupMatchesTheIndex();
   warmTicksDoNotAllocate(1);
