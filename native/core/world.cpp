@@ -246,6 +246,11 @@ void World::runPass(ThreadPool& pool) {
     Scratch& s = *scratch_[w];
     for (uint32_t i = b; i < e; ++i) {
       Viewer& v = *viewers_[i];
+      // Two viewers ahead, their ghost tables; four ahead, the viewer records those addresses are in.
+      if (i + 4 < n) {
+        const char* ahead = reinterpret_cast<const char*>(viewers_[i + 4].get());
+        for (size_t off = 0; off < sizeof(Viewer); off += 64) __builtin_prefetch(ahead + off);
+      }
       if (i + 2 < n) viewers_[i + 2]->ghosts.prefetch();
       switch (v.status) {
         case ViewerStatus::Due: serve(v, s); break;
