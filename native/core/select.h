@@ -128,25 +128,22 @@ bool keepSmallestNear(uint32_t n, uint32_t take, uint32_t* out, uint32_t* idx, u
   return true;
 }
 
-// The `take` positions of list[0, count) that are smallest under less, written to out (keepSmallest
-// over the listed positions, by the log bucket of keyOf(position); all of them when take >= count).
-// keys has room for count + kSplitSlack entries, buckets for count + kSplitSlack, idx for
-// 2 count + 2 kSplitSlack.
+// The `take` positions of list[0, count) that come first under less, written to out: keepSmallest
+// over the listed positions, by the log bucket of keyOf(position), larger keys first (less's first
+// criterion); all of them when take >= count. keys has room for count + kSplitSlack entries,
+// buckets for count + kSplitSlack, idx for 2 count + 2 kSplitSlack.
 template <typename KeyOf, typename Less>
-void keepSmallestOf(const uint32_t* list, uint32_t count, uint32_t take, uint32_t* out, bool largest, KeyOf keyOf,
-                    Less less, uint64_t* keys, uint16_t* buckets, uint32_t* idx) {
+void keepLargestOf(const uint32_t* list, uint32_t count, uint32_t take, uint32_t* out, KeyOf keyOf, Less less,
+                   uint64_t* keys, uint16_t* buckets, uint32_t* idx) {
   if (take >= count) {
     std::copy(list, list + count, out);
     return;
   }
   if (take == 0) return;
   for (uint32_t k = 0; k < count; ++k) keys[k] = keyOf(list[k]);
-  logBuckets(keys, count, largest, buckets);
+  logBuckets(keys, count, true, buckets);
   keepSmallest(
-      count, take, out, buckets, idx,
-      [keys, largest](uint32_t k, uint32_t b) {
-        return largest ? 63 - subBucket(keys[k], kBuckets - 1 - b) : subBucket(keys[k], b);
-      },
+      count, take, out, buckets, idx, [keys](uint32_t k, uint32_t b) { return 63 - subBucket(keys[k], kBuckets - 1 - b); },
       [list, &less](uint32_t x, uint32_t y) { return less(list[x], list[y]); });
   for (uint32_t k = 0; k < take; ++k) out[k] = list[out[k]];
 }
@@ -158,8 +155,7 @@ void keepSmallestOf(const uint32_t* list, uint32_t count, uint32_t take, uint32_
 // instead of a sort. isNew(j): record j has no ghost entry; score(j): its key, larger first (less's
 // first criterion). Writes the chosen positions to chosen (in no particular order) and returns
 // their count; *skipped = new records the walk would have skipped before it stopped. Scratch:
-// lists (3m + kSplitSlack), keys (m + kSplitSlack), buckets (m + kSplitSlack), idx
-// (2m + 2 kSplitSlack), flags (m).
+// lists (2m), keys (m + kSplitSlack), buckets (m + kSplitSlack), idx (2m + 2 kSplitSlack), kept (m).
 template <typename IsNew, typename Score, typename Less>
 uint32_t chooseWithRoom(uint32_t m, uint32_t slots, uint32_t room, IsNew isNew, Score score, Less less,
                         uint32_t* chosen, uint32_t* skipped, uint32_t* lists, uint64_t* keys, uint16_t* buckets,
@@ -175,7 +171,7 @@ uint32_t chooseWithRoom(uint32_t m, uint32_t slots, uint32_t room, IsNew isNew, 
     else pool[nPool++] = j;
   }
   const uint32_t keepFresh = std::min(room, nFresh);
-  keepSmallestOf(fresh, nFresh, keepFresh, pool + nPool, true, score, less, keys, buckets, idx);
+  keepLargestOf(fresh, nFresh, keepFresh, pool + nPool, score, less, keys, buckets, idx);
   for (uint32_t k = 0; k < keepFresh; ++k) kept[pool[nPool + k]] = 1;
   nPool += keepFresh;
   uint32_t take;
@@ -185,7 +181,7 @@ uint32_t chooseWithRoom(uint32_t m, uint32_t slots, uint32_t room, IsNew isNew, 
     *skipped = nFresh - keepFresh;  // the walk went through every record
   } else {
     // The walk stops at the slots-th record taken: only the new ones it met before count.
-    keepSmallestOf(pool, nPool, slots, chosen, true, score, less, keys, buckets, idx);
+    keepLargestOf(pool, nPool, slots, chosen, score, less, keys, buckets, idx);
     take = slots;
     uint32_t last = chosen[0];  // the last one the walk takes
     for (uint32_t k = 1; k < take; ++k)

@@ -234,7 +234,7 @@ void World::runPass(ThreadPool& pool) {
     if (s->scored.size() < config_.ghostCap) {
       s->scored.resize(config_.ghostCap), s->chosen.resize(config_.ghostCap);
       s->scores.resize(config_.ghostCap + kSplitSlack);
-      s->lists.resize(3 * size_t{config_.ghostCap} + kSplitSlack), s->keys.resize(config_.ghostCap + kSplitSlack);
+      s->lists.resize(2 * size_t{config_.ghostCap}), s->keys.resize(config_.ghostCap + kSplitSlack);
       s->kept.resize(config_.ghostCap);
       s->removals.resize(config_.ghostTableCapacity), s->evicted.resize(config_.ghostTableCapacity);
     }

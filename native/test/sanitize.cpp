@@ -443,7 +443,7 @@ void chooseWithRoomMatchesTheWalk() {
   const uint32_t M = 300;
   std::vector<uint64_t> score(M), tie(M), keys(M + kSplitSlack);
   std::vector<uint8_t> fresh(M), kept(M);
-  std::vector<uint32_t> chosen(M), lists(3 * M + kSplitSlack), idx(2 * M + 2 * kSplitSlack), order(M);
+  std::vector<uint32_t> chosen(M), lists(2 * M), idx(2 * M + 2 * kSplitSlack), order(M);
   std::vector<uint16_t> buckets(M + kSplitSlack);
   uint32_t rounds = 0, withSkips = 0;
   for (uint32_t round = 0; round < 20000; ++round) {
