@@ -141,8 +141,9 @@ class GhostLookup {
     const uint16_t* map;
     bool collided;
     // Index of the entry for id in the table (unchanged since the load, but for field writes), or -1.
-    int32_t find(uint32_t id) const {
-      uint32_t m = map[slotOfId(id)];
+    int32_t find(uint32_t id) const { return resolve(map[slotOfId(id)], id); }
+    // find(id), given m = map[slotOfId(id)] read ahead.
+    int32_t resolve(uint32_t m, uint32_t id) const {
       if (m != 0 && gt.at(m - 1).id == id) return int32_t(m - 1);
       return collided ? gt.find(id) : -1;
     }

@@ -45,13 +45,18 @@ void logBuckets(const uint64_t* keys, uint32_t n, bool flip, uint16_t* buckets);
 // The smallest B such that at least `take` of buckets[0, n) are <= B. Requires 0 < take <= n.
 uint32_t thresholdBucket(const uint16_t* buckets, uint32_t n, uint32_t take);
 
+// Ties at the threshold bucket up to this many are ordered by less at once, without level 2
+// (measured: town square 2-4% faster at 8 or 16, slower at 32).
+constexpr uint32_t kFewTies = 16;
+
 // Writes to out[0, take) the positions of the `take` smallest entries of [0, n) under less(i, j), a
 // strict total order on positions, in no particular order (but a deterministic one). A radix
 // select: the caller fills buckets[i] with a bucket of entry i, non-decreasing in the order's key
 // (logBuckets does it for a key array); the bucket holding the take-th entry is found, and entries
 // in lower buckets are kept outright. The threshold bucket is split again into 64 sub-buckets by
 // sub(i, bucket), and only its threshold sub-bucket (usually one or two entries) is ordered
-// exactly by less. less is a total order, so the chosen set does not depend on the thread count.
+// exactly by less (a threshold bucket of at most kFewTies entries is ordered by less at once).
+// less is a total order, so the chosen set does not depend on the thread count.
 // Requires 0 < take < n; buckets (overwritten) holds n entries, idx has room for 2n + 2 kSplitSlack;
 // out does not overlap idx.
 template <typename Sub, typename Less>
@@ -62,7 +67,9 @@ void keepSmallest(uint32_t n, uint32_t take, uint32_t* out, uint16_t* buckets, u
   const Split split = splitBuckets(buckets, n, uint16_t(B), idx, tie);
   const uint32_t below = split.below, t = split.at;
   uint32_t need = take - below;  // >= 1 and <= t
-  if (t > need) {
+  if (t > need && t <= kFewTies) {
+    std::nth_element(tie, tie + need - 1, tie + t, less);  // few: ordered exactly at once
+  } else if (t > need) {
     // Level 2 over the threshold bucket. Winners move to the front of tie (in place: writes trail
     // reads); the threshold sub-bucket goes to idx[below, ...), free since below + t <= n.
     uint32_t sh[64] = {};

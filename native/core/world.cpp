@@ -235,7 +235,7 @@ void World::runPass(ThreadPool& pool) {
       s->scored.resize(config_.ghostCap), s->chosen.resize(config_.ghostCap);
       s->scores.resize(config_.ghostCap + kSplitSlack);
       s->lists.resize(2 * size_t{config_.ghostCap}), s->keys.resize(config_.ghostCap + kSplitSlack);
-      s->kept.resize(config_.ghostCap);
+      s->kept.resize(config_.ghostCap), s->words.resize(config_.ghostCap);
       s->removals.resize(config_.ghostTableCapacity), s->evicted.resize(config_.ghostTableCapacity);
     }
     s->lookup.reserve(store_.highWater());
