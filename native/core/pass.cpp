@@ -109,7 +109,7 @@ void World::serve(Viewer& v, Scratch& s) {
     uint32_t drift, fresh = 0;
     if (e >= 0) {
       GhostEntry& ge = gt.at(uint32_t(e));
-      // Every field read before the stamp is stored (a load behind a store to its word waits).
+      // Every field read before the stamp is stored (a load behind a store to its word may wait).
       const uint8_t state = ge.state, flags = ge.flags;
       const uint32_t mark = ge.mark;
       if (state == kDespawnSent) {
