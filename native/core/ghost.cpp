@@ -1,12 +1,19 @@
 #include "ghost.h"
 
+#include <cstddef>
+
 #include "fixed.h"
+#include "simd.h"
+
+#if SIGHTLINE_AVX512
+#include <immintrin.h>
+#endif
 
 namespace sightline {
 
 GhostTable::GhostTable(uint32_t capacity, bool trackPositions, bool trackAcks)
     : capacity_(capacity),
-      entries_(capacity),
+      entries_((capacity + 15) & ~15u),  // whole groups of 16 for stale()
       positions_(trackPositions ? capacity : 0),
       acks_(trackAcks ? capacity : 0),
       queue_(capacity) {
@@ -16,6 +23,60 @@ GhostTable::GhostTable(uint32_t capacity, bool trackPositions, bool trackAcks)
   indexMask_ = slots - 1;
   hashShift_ = 32 - ilog2(slots);
   index_.assign(slots, kEmpty);
+}
+
+namespace {
+
+bool isStale(const GhostEntry& e, uint16_t pass, uint32_t grace) {
+  return e.state == kLive && uint16_t(pass - 1 - e.lastSeen) > grace;
+}
+
+#if SIGHTLINE_AVX512
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// 16 entries (48 dwords, three vectors) a step: the third dword of each (lastSeen, state, flags)
+// gathered by two permutes, tested together, the stale indices packed by compress.
+SIGHTLINE_TARGET_AVX512 uint32_t stale512(const GhostEntry* entries, uint32_t n, uint16_t pass, uint32_t grace,
+                                          uint32_t* out) {
+  static_assert(sizeof(GhostEntry) == 12 && offsetof(GhostEntry, lastSeen) == 8 && offsetof(GhostEntry, state) == 10,
+                "the third dword of an entry is lastSeen | state << 16 | flags << 24");
+  const uint32_t* d = reinterpret_cast<const uint32_t*>(entries);
+  const __m512i fromLow = _mm512_setr_epi32(2, 5, 8, 11, 14, 17, 20, 23, 26, 29, 0, 0, 0, 0, 0, 0);
+  const __m512i fromHigh = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 19, 22, 25, 28, 31);
+  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i seenBefore = _mm512_set1_epi32(int32_t(uint16_t(pass - 1)));
+  const __m512i low16 = _mm512_set1_epi32(0xffff), stateBits = _mm512_set1_epi32(0xff0000);
+  const __m512i limit = _mm512_set1_epi32(int32_t(grace));
+  uint32_t count = 0;
+  for (uint32_t i = 0; i < n; i += 16, d += 48) {
+    const __m512i z0 = _mm512_loadu_si512(d), z1 = _mm512_loadu_si512(d + 16), z2 = _mm512_loadu_si512(d + 32);
+    const __m512i meta =
+        _mm512_mask_blend_epi32(0xfc00, _mm512_permutex2var_epi32(z0, fromLow, z1), _mm512_permutex2var_epi32(z1, fromHigh, z2));
+    const __m512i age = _mm512_and_si512(_mm512_sub_epi32(seenBefore, meta), low16);
+    const __mmask16 live = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+    const __mmask16 stale = _mm512_mask_cmpgt_epu32_mask(_mm512_mask_testn_epi32_mask(live, meta, stateBits), age, limit);
+    if (stale) {
+      _mm512_storeu_si512(out + count, _mm512_maskz_compress_epi32(stale, _mm512_add_epi32(lanes, _mm512_set1_epi32(int32_t(i)))));
+      count += uint32_t(__builtin_popcount(stale));
+    }
+  }
+  return count;
+}
+#pragma GCC diagnostic pop
+#endif
+
+}  // namespace
+
+uint32_t GhostTable::stale(uint16_t pass, uint32_t grace, uint32_t* out) const {
+#if SIGHTLINE_AVX512
+  if (simdEnabled()) return stale512(entries_.data(), size_, pass, grace, out);
+#endif
+  uint32_t count = 0;
+  for (uint32_t i = 0; i < size_; ++i) {
+    out[count] = i;
+    count += isStale(entries_[i], pass, grace);
+  }
+  return count;
 }
 
 uint32_t GhostTable::insert(uint32_t id, uint32_t mark, uint16_t pass) {

@@ -92,6 +92,11 @@ class GhostTable {
   uint32_t insert(uint32_t id, uint32_t mark, uint16_t pass);
   // Removes entry i: the last entry moves into index i.
   void remove(uint32_t i);
+  // The entries, in index order, that are live and were last eligible or sent more than `grace`
+  // passes before `pass` (uint16 arithmetic: pass - 1 - lastSeen > grace): their indices go to
+  // out (room for size() + 16), their count is returned. Reads the entries 16 at a time where the
+  // CPU has vectors.
+  uint32_t stale(uint16_t pass, uint32_t grace, uint32_t* out) const;
 
   GhostEntry& at(uint32_t i) { return entries_[i]; }
   const GhostEntry& at(uint32_t i) const { return entries_[i]; }
@@ -126,9 +131,10 @@ class GhostTable {
 // each viewer's pass by reading the table's entries in order and cleared the same way once the
 // pass's lookups are done. A lookup is then one load from a worker-local array (2 bytes per slot,
 // so it mostly stays in L1) instead of a hash probe into a table that is cold in the cache (a
-// table is touched once per pass, and thousands of them do not fit in the cache). Two entries of
-// one slot (an old and a new generation of a reused slot) make the load note a collision; lookups
-// that miss then ask the table's own index.
+// table is touched once per pass, and thousands of them do not fit in the cache). A slot's word
+// names the last entry loaded of that slot; an id it does not match (another generation of a
+// reused slot, held alongside or instead) is looked up in the table's own index: rare, and no
+// load has to check for it.
 class GhostLookup {
  public:
   // Slots [0, slots) may be looked up and loaded: the store's high-water mark. Not during a pass.
@@ -139,13 +145,13 @@ class GhostLookup {
   struct Loaded {
     const GhostTable& gt;
     const uint16_t* map;
-    bool collided;
     // Index of the entry for id in the table (unchanged since the load, but for field writes), or -1.
     int32_t find(uint32_t id) const { return resolve(map[slotOfId(id)], id); }
     // find(id), given m = map[slotOfId(id)] read ahead.
     int32_t resolve(uint32_t m, uint32_t id) const {
-      if (m != 0 && gt.at(m - 1).id == id) return int32_t(m - 1);
-      return collided ? gt.find(id) : -1;
+      if (m == 0) return -1;
+      if (gt.at(m - 1).id == id) return int32_t(m - 1);
+      return gt.find(id);
     }
   };
   // Loads the map from gt's entries, calling each(index, entry) on every entry on the way (the
@@ -154,16 +160,13 @@ class GhostLookup {
   template <typename Each>
   Loaded load(GhostTable& gt, Each&& each) {
     uint16_t* map = map_.data();
-    bool collided = false;
     for (uint32_t i = 0, n = gt.size(); i < n; ++i) {
       GhostEntry& e = gt.at(i);
-      uint16_t& m = map[slotOfId(e.id)];
-      collided |= m != 0;
-      m = uint16_t(i + 1);  // entries < 32768
+      map[slotOfId(e.id)] = uint16_t(i + 1);  // entries < 32768
       each(i, e);
     }
     loaded_ = gt.size();
-    return Loaded{gt, map, collided};
+    return Loaded{gt, map};
   }
   Loaded load(GhostTable& gt) {
     return load(gt, [](uint32_t, GhostEntry&) {});

@@ -76,21 +76,21 @@ void World::serve(Viewer& v, Scratch& s) {
   }
   st.eligible += n;
 
-  // Eviction, on the read that loads the lookup map: a live ghost not eligible on more than the
-  // grace window's passes (up to the previous one) departs; its despawn record goes out with this
-  // pass at the earliest. Evicted ids are queued in id order, so the despawn order does not depend
-  // on the table's layout.
+  // Eviction: a live ghost not eligible on more than the grace window's passes (up to the previous
+  // one) departs; its despawn record goes out with this pass at the earliest. Evicted ids are
+  // queued in id order, so the despawn order does not depend on the table's layout.
   const uint16_t pass = uint16_t(v.passes);
-  const uint32_t grace = c.graceTicks;
+  const uint32_t stale = gt.stale(pass, c.graceTicks, s.stale.data());
   uint32_t evicted = 0;
-  const GhostLookup::Loaded lookup = s.lookup.load(gt, [&](uint32_t, GhostEntry& ge) {
-    if (ge.state != kLive || uint16_t(pass - 1 - ge.lastSeen) <= grace) return;
+  for (uint32_t k = 0; k < stale; ++k) {
+    GhostEntry& ge = gt.at(s.stale[k]);
     ge.state = kDeparting;
     if (!(ge.flags & kQueued)) {
       ge.flags |= kQueued;
       s.evicted[evicted++] = ge.id;
     }
-  });
+  }
+  const GhostLookup::Loaded lookup = s.lookup.load(gt);
   if (evicted > 0) {
     std::sort(s.evicted.data(), s.evicted.data() + evicted);
     for (uint32_t i = 0; i < evicted; ++i) gt.enqueue(s.evicted[i]);

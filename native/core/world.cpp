@@ -237,6 +237,7 @@ void World::runPass(ThreadPool& pool) {
       s->lists.resize(2 * size_t{config_.ghostCap}), s->keys.resize(config_.ghostCap + kSplitSlack);
       s->kept.resize(config_.ghostCap), s->words.resize(config_.ghostCap);
       s->removals.resize(config_.ghostTableCapacity), s->evicted.resize(config_.ghostTableCapacity);
+      s->stale.resize(config_.ghostTableCapacity + 16);
     }
     s->lookup.reserve(store_.highWater());
     s->stats = TickStats{};

@@ -208,6 +208,7 @@ class World {
     std::vector<uint8_t> kept;
     std::vector<uint32_t> removals;  // ghost entries whose despawn record went out this pass
     std::vector<uint32_t> evicted;   // ids evicted this pass
+    std::vector<uint32_t> stale;     // entries found stale this pass (GhostTable::stale)
     std::vector<uint16_t> words;     // lookup map words of the eligible candidates
     GhostLookup lookup;              // slot -> entry of the viewer being served
     TickStats stats;
