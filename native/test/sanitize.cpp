@@ -2,6 +2,7 @@
 // entities leaving the region, spawns and despawns, viewers coming and going, lossy and reordered
 // acknowledgements, events; every packet is checked against its payload and header counts, and
 // the bytes of 1, 2 and 8 threads are compared. Build and run: npm run test:sanitize.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -253,6 +254,45 @@ void ghostLookupMatchesTheIndex() {
   std::printf("ghost lookup: 280000 lookups over 70000 loads agree with the table index\n");
 }
 
+// GhostTable::stale against its rule, entry by entry, for both kernels: random tables of sizes
+// that do and do not fill whole groups of 16, random states and stamps, passes on both sides of the
+// uint16 wrap, grace windows from 0 to beyond any age.
+void staleMatchesTheRule() {
+  std::mt19937 rng(17);
+  const uint32_t capacities[] = {1, 10, 16, 33, 64, 512};
+  std::vector<uint32_t> got(512 + 16), portable(512 + 16);
+  uint64_t flagged = 0;
+  for (uint32_t round = 0; round < 20000; ++round) {
+    GhostTable gt(capacities[round % 6], false);
+    const uint32_t size = rng() % (gt.capacity() + 1);
+    const uint16_t pass = uint16_t(rng());
+    const uint32_t grace = round % 7 == 0 ? 30000 : rng() % 12;
+    for (uint32_t i = 0; i < size; ++i) {
+      uint32_t e = gt.insert(makeId(i, rng() % 4), rng(), uint16_t(pass - rng() % 20));
+      gt.at(e).state = uint8_t(rng() % 4 == 0 ? rng() % 3 : kLive);
+      gt.at(e).flags = uint8_t(rng() % 4);
+      if (rng() % 16 == 0) gt.at(e).lastSeen = uint16_t(rng());
+    }
+    std::vector<uint32_t> want;
+    for (uint32_t i = 0; i < size; ++i)
+      if (gt.at(i).state == kLive && uint16_t(pass - 1 - gt.at(i).lastSeen) > grace) want.push_back(i);
+    uint32_t n = gt.stale(pass, grace, got.data());
+    CHECK(n == want.size() && std::equal(want.begin(), want.end(), got.begin()),
+          "round %u: stale() found %u entries, the rule %zu", round, n, want.size());
+    if (cpuHasAvx512()) {
+      setSimd(false);
+      uint32_t np = gt.stale(pass, grace, portable.data());
+      setSimd(true);
+      CHECK(np == n && std::equal(got.begin(), got.begin() + n, portable.begin()),
+            "round %u: the portable stale() differs from the vector one", round);
+    }
+    flagged += n;
+  }
+  CHECK(flagged > 20000, "only %llu stale entries in all rounds", (unsigned long long)flagged);
+  std::printf("stale entries: 20000 random tables agree with the rule (%llu found)%s\n", (unsigned long long)flagged,
+              cpuHasAvx512() ? ", both kernels" : "");
+}
+
 // keepSmallest against a full sort: keys drawn to make ties at every level (all equal, a few
 // values, narrow ranges, spread over many octaves), smallest-first (distances) and largest-first
 // (scores, with the bucket and sub-bucket flipped as the pass does).
@@ -495,6 +535,7 @@ int main() {
   chooseWithRoomMatchesTheWalk();
   gatherKernelsAgree();
   ghostLookupMatchesTheIndex();
+  staleMatchesTheRule();
   warmTicksDoNotAllocate(1);
   warmTicksDoNotAllocate(2);
   for (uint32_t seed = 1; seed <= 6; ++seed) {
