@@ -85,6 +85,16 @@ describe('TickMetrics', () => {
     expect(c?.neverSent).toBe(2);
   });
 
+  it('coverage: the eligible are the nearest ghostCap, ties at the cut in gather order as the engine takes them', async () => {
+    // ghostCap 3: 10 m, then two of the four at 20 m (two pairs on the same spot), never 30 m. The
+    // engine sends exactly its eligible set; a different pick at the tie would show as eligible
+    // and never sent.
+    const { world, ids } = lineWorld([20, 10, -20, 20, -20, 30], { ghostCap: 3 });
+    const m = new TickMetrics(world, { entities: ids, eventLoop: false });
+    for (let i = 0; i < 3; i++) m.record(await world.tick(), { passMs: 1 });
+    expect(m.report().coverage).toMatchObject({ inRange: 6, neverSent: 3, eligible: 3, eligibleNeverSent: 0 });
+  });
+
   it('samples at most maxChecksPerTick / entities viewers', async () => {
     const world = new World(WorldConfig.build(), { capacity: 256, threads: 1 });
     const ids: EntityId[] = [];
