@@ -39,9 +39,9 @@ export interface MetricsOptions {
   sampleViewers?: number;
   /**
    * Budget of distance checks per tick for coverage: at most max(1, floor(maxChecksPerTick /
-   * entities)) viewers are sampled. Default 1,048,576: about 4 ms of JavaScript per tick in
-   * crowd-50k (20 sampled viewers: 2.2 ms of distance checks, 1.2 ms of gathers, 0.7 ms of
-   * decoding), which the event-loop delay includes.
+   * entities)) viewers are sampled. Default 1,048,576: about 5 ms of JavaScript per tick in
+   * crowd-50k (20 sampled viewers; half of it distance checks), which the event-loop delay
+   * includes.
    */
   maxChecksPerTick?: number;
   /** Measure event-loop delay with perf_hooks.monitorEventLoopDelay (resolution 10 ms). Default true. */
