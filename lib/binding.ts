@@ -51,7 +51,14 @@ export interface NativeTickStats {
   newGhosts: number;
   despawns: number;
   bytes: number;
+  /** New candidates not sent because the viewer's ghost table (2 × ghostCap entries) had no room. */
   ghostTableFull: number;
+  /**
+   * Ghosts evicted before their grace window ran out because their table was full: when new
+   * candidates are short of room, the ghosts not eligible on that pass go first, least recently
+   * eligible first. Their despawns make the room.
+   */
+  pressureEvictions: number;
   subscriptionChanges: number;
   /** Event records sent (resends included) and the bytes of the events sections. */
   events: number;

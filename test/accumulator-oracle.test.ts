@@ -16,7 +16,8 @@
 //              slots = floor((payloadBytes - 16 - 4 × despawnCount) / 12), despawnCount the packet's
 //              own; room = ghostTableCapacity - what the client holds before the packet (without
 //              acknowledgements the table holds exactly that: an entry is added when first sent,
-//              removed when its despawn record is written). In roomy tables this is the top `slots`.
+//              removed when its despawn record is written; ghosts evicted early for want of room
+//              are among those despawns). In roomy tables this is the top `slots`.
 //              stats.ghostTableFull counts the new ones the walks skipped before they stopped.
 //
 // What the client holds comes from ModelClient (packets only); the mark of a sent entity is this
@@ -478,8 +479,9 @@ describe('priority accumulator against a brute-force model', () => {
               expect(st.denseTicks).toBeGreaterThan(ticks / 2);
             }
             if (tables === 'full') {
-              expect(st.roomBound).toBeGreaterThan(ticks);
-              expect(st.skippedNew).toBeGreaterThan(ticks);
+              // Early evictions free room within a pass or two, so fewer packets meet a full table.
+              expect(st.roomBound).toBeGreaterThan(ticks / 3);
+              expect(st.skippedNew).toBeGreaterThan(ticks / 2);
             }
           });
         });

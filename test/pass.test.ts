@@ -139,6 +139,49 @@ describe('priority accumulator', () => {
   });
 });
 
+describe('a full ghost table', () => {
+  it('a viewer that moved through two crowds gets its new neighbours at once: idle ghosts are evicted early, least recently eligible first', async () => {
+    for (const [ghostCap, graceTicks] of [
+      [8, 1000],
+      [32, 10],
+    ]) {
+      const c = WorldConfig.build({ ghostCap, graceTicks });
+      const w = new World(c, { capacity: 512, threads: 1 });
+      const viewer = w.spawn({ x: 100, y: 100, z: 0 });
+      // Three crowds of ghostCap + 4, each packed in a few meters, far apart.
+      const crowd = (at: number) => Array.from({ length: ghostCap + 4 }, (_, i) => w.spawn({ x: at + (i % 8) * 0.5, y: at + Math.floor(i / 8) * 0.5, z: 0 }));
+      const first = crowd(1000);
+      const second = crowd(2000);
+      const third = crowd(3000);
+      w.addViewer(viewer);
+      const client = new ModelClient(c);
+      const clients = new Map([[viewer, client]]);
+      const tick = async () => {
+        for (const id of third) w.setPosition(id, { ...w.position(id), z: w.position(id).z === 0 ? 1 : 0 });
+        const res = await w.tick();
+        deliver(res, clients, c);
+        return res;
+      };
+      w.setPosition(viewer, { x: 1001, y: 1001, z: 0 });
+      for (let t = 0; t < 4; t++) await tick();
+      w.setPosition(viewer, { x: 2001, y: 2001, z: 0 });
+      for (let t = 0; t < 4; t++) await tick();
+      // The table holds both crowds' nearest ghostCap: full (graceTicks has not run out).
+      expect(client.held.size).toBe(c.ghostTableCapacity);
+      w.setPosition(viewer, { x: 3001, y: 3001, z: 0 });
+      const arrival = await tick();
+      expect(arrival.stats.ghostTableFull).toBe(ghostCap);
+      expect(arrival.stats.pressureEvictions).toBe(ghostCap);
+      // The first crowd's ghosts, eligible longest ago, go first.
+      expect(first.filter((id) => client.held.has(id)).length).toBe(0);
+      expect(second.filter((id) => client.held.has(id)).length).toBe(ghostCap);
+      await tick();
+      expect(third.filter((id) => client.held.has(id)).length).toBe(ghostCap);
+      expect(Array.from(w.ghosts(viewer).ids).sort((a, b) => a - b)).toEqual([...client.held.keys()].sort((a, b) => a - b));
+    }
+  });
+});
+
 describe('reused slots', () => {
   it('a ghost and the later occupants of its slot are told apart while the client holds them all', async () => {
     // Capacity 3: every despawn frees the only free slot and the next spawn reuses it, so the

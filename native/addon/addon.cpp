@@ -482,6 +482,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     set("despawns", double(s.despawns));
     set("bytes", double(s.bytes));
     set("ghostTableFull", double(s.ghostTableFull));
+    set("pressureEvictions", double(s.pressureEvictions));
     set("subscriptionChanges", double(s.subscriptionChanges));
     set("events", double(s.events));
     set("eventBytes", double(s.eventBytes));

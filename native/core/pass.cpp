@@ -144,6 +144,38 @@ void World::serve(Viewer& v, Scratch& s) {
     }
   }
 
+  // Table pressure: when more new candidates scored positive than the table has room for, the
+  // ghosts not eligible on this pass (not stamped) are evicted early, least recently eligible first
+  // (ties: lower id first), as many as room is short. Their despawns join the queue below, and the
+  // room follows once those are written: a viewer that moved through crowds is not left without
+  // updates for the rest of the grace window. Rare (a full table), so not on the common path.
+  if (const uint32_t room0 = gt.capacity() - gt.size(); newPositive > room0) {
+    uint32_t* idle = s.stale.data();
+    uint32_t idleCount = 0;
+    for (uint32_t i = 0, size = gt.size(); i < size; ++i) {
+      const GhostEntry& ge = gt.at(i);
+      if (ge.state == kLive && ge.lastSeen != pass) idle[idleCount++] = i;
+    }
+    const uint32_t early = std::min(newPositive - room0, idleCount);
+    auto staler = [&](uint32_t a, uint32_t b) {
+      const uint16_t ageA = uint16_t(pass - gt.at(a).lastSeen), ageB = uint16_t(pass - gt.at(b).lastSeen);
+      return ageA != ageB ? ageA > ageB : gt.at(a).id < gt.at(b).id;
+    };
+    if (early > 0 && early < idleCount) std::nth_element(idle, idle + early - 1, idle + idleCount, staler);
+    uint32_t queued = 0;
+    for (uint32_t k = 0; k < early; ++k) {
+      GhostEntry& ge = gt.at(idle[k]);
+      ge.state = kDeparting;
+      if (!(ge.flags & kQueued)) {
+        ge.flags |= kQueued;
+        s.evicted[queued++] = ge.id;
+      }
+    }
+    std::sort(s.evicted.data(), s.evicted.data() + queued);
+    for (uint32_t k = 0; k < queued; ++k) gt.enqueue(s.evicted[k]);
+    st.pressureEvictions += early;
+  }
+
   // Despawn records first (queued by the previous pass's evictions), at most half the state bytes.
   // Entries are removed after bookkeeping, so the entry indices held above stay valid.
   uint8_t* out = output_[tick_ & 1]->data.get() + v.outOffset;

@@ -22,7 +22,7 @@ void TickStats::add(const TickStats& o) {
   skippedOutsideRegion += o.skippedOutsideRegion, candidates += o.candidates, examined += o.examined;
   eligible += o.eligible, records += o.records, newGhosts += o.newGhosts, despawns += o.despawns;
   bytes += o.bytes, ghostTableFull += o.ghostTableFull, subscriptionChanges += o.subscriptionChanges;
-  events += o.events, eventBytes += o.eventBytes;
+  events += o.events, eventBytes += o.eventBytes, pressureEvictions += o.pressureEvictions;
 }
 
 World::World(const Config& config, uint32_t capacity, bool recordGhostPositions)

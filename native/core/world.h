@@ -122,6 +122,7 @@ struct TickStats {
   uint64_t served = 0, skippedNotDue = 0, skippedAvatarGone = 0, skippedOutsideRegion = 0;
   uint64_t candidates = 0, examined = 0, eligible = 0, records = 0, newGhosts = 0, despawns = 0;
   uint64_t bytes = 0, ghostTableFull = 0, subscriptionChanges = 0, events = 0, eventBytes = 0;
+  uint64_t pressureEvictions = 0;  // ghosts evicted before their grace window ran out: the table was full
   void add(const TickStats& o);
 };
 
