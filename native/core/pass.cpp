@@ -150,12 +150,9 @@ void World::serve(Viewer& v, Scratch& s) {
   // room follows once those are written: a viewer that moved through crowds is not left without
   // updates for the rest of the grace window. Rare (a full table), so not on the common path.
   if (const uint32_t room0 = gt.capacity() - gt.size(); newPositive > room0) {
+    // Live and not stamped on this pass: stale as of the next pass with no grace.
     uint32_t* idle = s.stale.data();
-    uint32_t idleCount = 0;
-    for (uint32_t i = 0, size = gt.size(); i < size; ++i) {
-      const GhostEntry& ge = gt.at(i);
-      if (ge.state == kLive && ge.lastSeen != pass) idle[idleCount++] = i;
-    }
+    const uint32_t idleCount = gt.stale(uint16_t(pass + 1), 0, idle);
     const uint32_t early = std::min(newPositive - room0, idleCount);
     auto staler = [&](uint32_t a, uint32_t b) {
       const uint16_t ageA = uint16_t(pass - gt.at(a).lastSeen), ageB = uint16_t(pass - gt.at(b).lastSeen);
