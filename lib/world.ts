@@ -47,8 +47,9 @@ export interface WorldOptions {
    */
   externalBuffers?: boolean;
   /**
-   * Ghost tables also keep the last position sent of every ghost, so {@link World.ghosts} can
-   * report it (tools, tests, convergence checks). Costs one extra write per record. Default false.
+   * Ghost tables also keep the last position sent of every ghost, as the client decodes it
+   * (quantized, z clamped to the vertical extent), so {@link World.ghosts} can report it (tools,
+   * tests, convergence checks). Costs one extra write per record. Default false.
    */
   recordGhostPositions?: boolean;
 }
@@ -100,8 +101,9 @@ export interface GatherResult {
 }
 
 /**
- * A viewer's ghost table: what its client holds, with the positions last sent (raw; null unless
- * the world was created with `recordGhostPositions: true`).
+ * A viewer's ghost table: what its client holds, with the positions last sent as the client
+ * decodes them (raw: quantized, z clamped to the vertical extent; null unless the world was
+ * created with `recordGhostPositions: true`).
  */
 export interface GhostTableView {
   readonly ids: Uint32Array;

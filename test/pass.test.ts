@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { World, WorldConfig, toRaw, type TickResult } from '../lib/index.js';
 import { decodePacketRaw, createRawPacket } from '../lib/decode.js';
-import { ModelClient, deliver, randInt, rng, serverGhosts, wireZ, withSeed } from './helpers/model.js';
+import { ModelClient, deliver, randInt, rng, serverGhosts, withSeed } from './helpers/model.js';
 
 function updatesOf(result: TickResult, viewer: number, config: WorldConfig): { despawns: number[]; ids: number[] } {
   const p = result.packets.find((q) => q.viewer === viewer);
@@ -210,7 +210,7 @@ describe('reused slots', () => {
       client.apply(res.packets[0].bytes);
       const server = serverGhosts(w, viewer);
       expect([...client.held.keys()].sort()).toEqual([...server.keys()].sort());
-      for (const [id, pos] of server) expect(client.held.get(id)).toEqual({ x: pos.x, y: pos.y, z: wireZ(c, pos.z) });
+      for (const [id, pos] of server) expect(client.held.get(id)).toEqual(pos);
       // The live occupant is held with its latest position; older generations only within the grace window.
       expect(client.held.get(churn)?.x).toBe(w.positions.x[w.slotOf(churn)]);
       const sameSlot = [...client.held.keys()].filter((id) => (id & 0xfffff) === w.slotOf(churn)).length;
@@ -294,7 +294,7 @@ describe('randomized worlds against a model of every client', () => {
         for (const [id, pos] of server) {
           const held = client.held.get(id);
           expect(held, `viewer ${v} entity ${id}`).toBeDefined();
-          expect(held).toEqual({ x: pos.x, y: pos.y, z: wireZ(c, pos.z) });
+          expect(held).toEqual(pos);
         }
       }
       expect(res.stats.served + res.stats.skippedNotDue + res.stats.skippedAvatarGone + res.stats.skippedOutsideRegion).toBe(w.viewerCount);
@@ -349,6 +349,32 @@ describe('packets', () => {
         expect(4 * p.despawnCount).toBeLessThanOrEqual((payload - 16) / 2);
       }
     }
+  });
+});
+
+describe('recorded ghost positions', () => {
+  it('are the positions the client decodes: quantized, z clamped to the vertical extent', async () => {
+    // A 65,536 m region drops 3 bits of each coordinate (quantShift 3).
+    const c = WorldConfig.build({ regionSize: 65536 });
+    expect(c.quantShift).toBeGreaterThan(0);
+    const w = new World(c, { capacity: 64, threads: 1, recordGhostPositions: true });
+    const viewer = w.spawn({ x: 1000, y: 1000, z: 0 });
+    w.addViewer(viewer);
+    const raw = (m: number) => m / 1024;
+    const ids = [
+      w.spawn({ x: raw(1_024_001), y: raw(1_024_003), z: raw(5) }),
+      w.spawn({ x: raw(1_024_007), y: raw(1_023_999), z: raw(-3) }),
+      w.spawn({ x: 1010, y: 1010, z: 1e6 }), // above the vertical extent
+      w.spawn({ x: 1020, y: 1020, z: -1e6 }), // below it
+    ];
+    const client = new ModelClient(c);
+    for (let t = 0; t < 2; t++) client.apply((await w.tick()).packets[0].bytes);
+    const server = serverGhosts(w, viewer);
+    expect([...server.keys()].sort((a, b) => a - b)).toEqual([...ids].sort((a, b) => a - b));
+    for (const id of ids) expect(server.get(id), `entity ${id}`).toEqual(client.held.get(id));
+    // And they differ from the entities' own positions where the wire rounds or clamps.
+    expect(server.get(ids[0])?.x).not.toBe(w.positions.x[w.slotOf(ids[0])]);
+    expect(server.get(ids[2])?.z).not.toBe(w.positions.z[w.slotOf(ids[2])]);
   });
 });
 

@@ -64,6 +64,14 @@ struct PositionPacker {
     return (uint64_t(uint32_t(x)) >> q) | ((uint64_t(uint32_t(y)) >> q) << bits) |
            ((uint64_t(zz) >> q) << (2 * bits));
   }
+  // The position a client decodes from pack(x, y, z) (raw): quantized, z clamped to the
+  // vertical extent (docs/wire-format.md).
+  struct Decoded { int32_t x, y, z; };
+  Decoded decoded(int32_t x, int32_t y, int32_t z) const {
+    const int64_t zz = std::clamp<int64_t>(int64_t{z} + zHalf, 0, zMax);
+    return Decoded{int32_t((uint32_t(x) >> q) << q), int32_t((uint32_t(y) >> q) << q),
+                         int32_t(((zz >> q) << q) - zHalf)};
+  }
   int q, bits;
   int64_t zHalf, zMax;
 };

@@ -48,7 +48,9 @@ struct GhostAck {
   uint8_t confirmed;   // some packet carrying it was acknowledged: the client holds it
 };
 
-struct GhostPosition { int32_t x, y, z; };  // last position sent (raw), read by tools and tests
+// The last position sent (raw), as the client decodes it: quantized, z clamped to the vertical
+// extent. Read by tools and tests.
+struct GhostPosition { int32_t x, y, z; };
 
 class GhostTable {
  public:

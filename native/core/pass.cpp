@@ -305,8 +305,8 @@ void World::serve(Viewer& v, Scratch& s) {
       log->updateMarks[size_t{logSlot} * log->maxUpdates + i] = se.odo;
     }
     if (trackPositions) {
-      GhostPosition& gp = gt.positionAt(e);
-      gp.x = se.x, gp.y = se.y, gp.z = zs[idx];
+      const PositionPacker::Decoded held = packer_.decoded(se.x, se.y, zs[idx]);  // what the client now holds
+      gt.positionAt(e) = GhostPosition{held.x, held.y, held.z};
     }
   };
   if (allChosen) {

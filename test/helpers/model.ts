@@ -90,12 +90,6 @@ export function bruteRadius(world: World, ids: number[], x: number, y: number, e
   return out;
 }
 
-/** The z of a raw position as the wire carries it: clamped to the vertical extent. */
-export function wireZ(config: WorldConfig, z: number): number {
-  const half = config.verticalRaw >> 1;
-  return Math.min(Math.max(z, -half), config.verticalRaw - 1 - half);
-}
-
 /** A client's acknowledgement: the newest sequence received and a bit per each of the 32 before it. */
 export function ackOf(received: Set<number>, newest: number): [number, number] {
   let bits = 0;
