@@ -42,6 +42,9 @@ describe('TypeScript and native configuration agree', () => {
       { viewRadius: 300, cellSize: 64 },
       { viewRadius: 256, cellSize: 16 }, // cell radius 16: too large
       { viewRadius: 5000 }, // beyond the region
+      { viewRadius: 4096.0000001 }, // a rounding above the region: the region
+      { regionSize: 1024, viewRadius: 1024.00000001 },
+      { regionSize: 1024, viewRadius: 1024.0005 }, // one raw unit above: refused
       { maxSpeed: 2560 }, // 128 m per tick: crosses a cell
       { maxSpeed: 2559.9 },
       { regionSize: 3000 },

@@ -185,6 +185,15 @@ describe('options objects', () => {
       expect(codeOf(() => w.addViewer(a, { acks } as never), 'ERR_SIGHTLINE_INVALID_ARGUMENT')).toContain('acks must be true or false');
     }
     expect(codeOf(() => w.addViewer(a, { payloadBytes: null } as never), 'ERR_SIGHTLINE_INVALID_VIEWER_OPTION')).toContain('null');
+    // Numbers in messages read as JavaScript prints them.
+    for (const [payloadBytes, shown] of [
+      [60, 'received 60'],
+      [5_000_000, 'received 5000000'],
+      [600.5, 'received 600.5'],
+      [0.1, 'received 0.1'],
+    ] as const) {
+      expect(codeOf(() => w.addViewer(a, { payloadBytes }), 'ERR_SIGHTLINE_INVALID_VIEWER_OPTION')).toContain(shown);
+    }
     expect(w.viewerCount).toBe(0);
     expect(w.hasViewer(a)).toBe(false);
     w.addViewer(a, null);

@@ -75,20 +75,7 @@ Napi::Error codedError(Napi::Env env, const std::string& code, const std::string
   return e;
 }
 
-// A received number as JavaScript would print it: 1200, 1200.5, -1, NaN, Infinity.
-std::string num(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  // Shortest form that reads back the same.
-  for (int p = 1; p <= 17; ++p) {
-    char t[40];
-    std::snprintf(t, sizeof t, "%.*g", p, v);
-    if (std::strtod(t, nullptr) == v) return t;
-  }
-  return buf;
-}
+std::string num(double v) { return formatNumber(v); }
 
 // What a non-number argument was, for messages.
 std::string kindOf(const Napi::Value& v) {

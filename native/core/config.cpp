@@ -10,12 +10,7 @@ namespace sightline {
 
 namespace {
 
-std::string num(double v) {
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  return s.str();
-}
+std::string num(double v) { return formatNumber(v); }
 
 void requireFinitePositive(const char* name, double v) {
   if (!std::isfinite(v))
@@ -107,8 +102,9 @@ Config buildConfig(const ConfigInput& in) {
                     "verticalExtent must be at least 2 raw units (0.002 m), received " + num(in.verticalExtent));
   c.zBits = ceilLog2(static_cast<uint64_t>(c.verticalRaw));
 
-  // Compared in meters first: a huge radius would overflow the raw conversion.
-  c.viewRadiusRaw = in.viewRadius > in.regionSize ? c.regionRaw + 1 : metersToRaw(in.viewRadius);
+  // Compared in raw units, as the TypeScript check does (a radius a rounding above regionSize is
+  // regionSize); one far above is refused before the raw conversion could overflow.
+  c.viewRadiusRaw = in.viewRadius > in.regionSize + 1 ? c.regionRaw + 1 : metersToRaw(in.viewRadius);
   if (c.viewRadiusRaw < 1)
     throw CoreError("ERR_SIGHTLINE_CONFIG_NOT_POSITIVE",
                     "viewRadius must be at least 1 raw unit (1/1024 m), received " + num(in.viewRadius));
