@@ -315,7 +315,7 @@ export function registerHerdCommand(program: Command): Command {
     .addOption(new Option('--seconds <s>', 'run time in seconds').argParser(positiveNumberOption(86_400)).default(HERD_DEFAULT_SECONDS))
     .addOption(new Option('--seed <n>', 'PRNG seed').argParser(integerOption(0, 0xffffffff)).default(1))
     .addOption(new Option('--overrun <policy>', 'when a tick starts late').choices(OVERRUN_POLICIES).default('stretch' satisfies OverrunPolicy))
-    .addOption(new Option('--sample <n>', 'viewers sampled for coverage (0 = off)').argParser(integerOption(0, 4096)).default(64))
+    .addOption(new Option('--sample <n>', 'viewers sampled for coverage (0 = off; fewer when entities × viewers would pass 1,048,576 distance checks a tick)').argParser(integerOption(0, 4096)).default(64))
     .addOption(
       new Option('--net <transport>', 'udp: serve bot clients in a child process over UDP on 127.0.0.1').choices(HERD_NETS).default('none' satisfies HerdNet),
     )

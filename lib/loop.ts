@@ -131,6 +131,8 @@ function sleepUntil(deadline: number, waker: Waker): Promise<void> {
   });
 }
 
+const LOOP_OPTIONS = ['step', 'onTick', 'overrun', 'ticks', 'signal', 'lateToleranceMs'] as const;
+
 /**
  * Runs `world`'s ticks at config.input.tickHz (20 Hz by default) on absolute deadlines: tick n is
  * due at epoch + n × period, so timing errors never accumulate. Each tick: `step(n, world)`, then
@@ -149,13 +151,18 @@ function sleepUntil(deadline: number, waker: Waker): Promise<void> {
  * @throws ERR_SIGHTLINE_INVALID_LOOP_OPTION (synchronously) for a world without `tick()`, a
  *   `step` or `onTick` that is not a function, an unknown `overrun`, a `ticks` that is not a
  *   non-negative integer, a negative or non-finite `lateToleranceMs`, or a `signal` that is not an
- *   AbortSignal.
+ *   AbortSignal; ERR_SIGHTLINE_UNKNOWN_OPTION for a key that is none of these options.
  */
 export function run(world: World, options: LoopOptions = {}): LoopHandle {
   if (typeof world !== 'object' || world === null || typeof (world as { tick?: unknown }).tick !== 'function') {
     invalid(`world must be a World, received ${describe(world)}`);
   }
   if (typeof options !== 'object' || options === null) invalid(`options must be an object, received ${describe(options)}`);
+  for (const key of Object.keys(options)) {
+    if (!(LOOP_OPTIONS as readonly string[]).includes(key)) {
+      throw new SightlineError('ERR_SIGHTLINE_UNKNOWN_OPTION', `unknown loop option ${describe(key)}; valid options are ${LOOP_OPTIONS.join(', ')}`);
+    }
+  }
   const { step, onTick, overrun = 'stretch', ticks, signal } = options;
   if (step !== undefined && typeof step !== 'function') invalid(`step must be a function, received ${describe(step)}`);
   if (onTick !== undefined && typeof onTick !== 'function') invalid(`onTick must be a function, received ${describe(onTick)}`);

@@ -146,15 +146,19 @@ function checkTarget(target: unknown): EventTarget {
     invalidTarget(`an event target must be ${TARGET_FORMS}, received ${describe(target)}`);
   }
   const t = target as Record<string, unknown>;
-  const forms = Number('viewer' in t) + Number('holders' in t) + Number('near' in t);
+  const keys = Object.keys(t);
+  const forms = Number(keys.includes('viewer')) + Number(keys.includes('holders')) + Number(keys.includes('near'));
   if (forms !== 1) {
     invalidTarget(`an event target must have exactly one of viewer, holders and near: ${TARGET_FORMS}, received an object with ${forms}`);
   }
-  if ('viewer' in t) {
+  const allowed = keys.includes('viewer') ? ['viewer'] : keys.includes('holders') ? ['holders'] : ['near', 'radius'];
+  const extra = keys.find((k) => !allowed.includes(k));
+  if (extra !== undefined) invalidTarget(`an event target must be ${TARGET_FORMS}, received an object with ${describe(extra)} as well`);
+  if (keys.includes('viewer')) {
     if (!isId(t.viewer)) invalidTarget(`target viewer must be an integer entity id from 0 to ${MAX_ID}, received ${describe(t.viewer)}`);
     return { viewer: t.viewer };
   }
-  if ('holders' in t) {
+  if (keys.includes('holders')) {
     if (!isId(t.holders)) invalidTarget(`target holders must be an integer entity id from 0 to ${MAX_ID}, received ${describe(t.holders)}`);
     return { holders: t.holders };
   }
@@ -187,6 +191,7 @@ function readOptions(what: string, options: unknown, valid: readonly string[]): 
   if (typeof options !== 'object' || Array.isArray(options)) {
     throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `${what} options must be an object or undefined, received ${describe(options)}`);
   }
+  const own: Record<string, unknown> = {};
   for (const key of Object.keys(options)) {
     if (!valid.includes(key)) {
       throw new SightlineError(
@@ -194,8 +199,19 @@ function readOptions(what: string, options: unknown, valid: readonly string[]): 
         `unknown ${what} option ${describe(key)}; valid options are ${valid.join(', ')}`,
       );
     }
+    own[key] = (options as Record<string, unknown>)[key];
   }
-  return options as Record<string, unknown>;
+  // Own keys only, and an inherited one is refused (as WorldConfig.build does): it would be read
+  // by some code paths and not others.
+  for (const key of valid) {
+    if (!Object.prototype.hasOwnProperty.call(options, key) && key in options) {
+      throw new SightlineError(
+        'ERR_SIGHTLINE_INVALID_ARGUMENT',
+        `${what} option ${key} is inherited, not an own property of the options; only own properties are read (copy it: { ...options })`,
+      );
+    }
+  }
+  return own;
 }
 
 function readBoolean(name: string, value: unknown, fallback: boolean): boolean {

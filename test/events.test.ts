@@ -151,6 +151,13 @@ describe('events emitted during a tick', () => {
     { near: { x: 0, y: 0 } },
     { near: null, radius: 1 },
     { viewer: 0, holders: 0 },
+    // Keys beyond the form.
+    { viewer: 0, typo: 1 },
+    { viewer: 0, radius: 5 },
+    { holders: 0, radius: 5 },
+    { near: { x: 0, y: 0 }, radius: 1, extra: true },
+    // Inherited keys are not read.
+    Object.create({ viewer: 0 }),
     {},
     null,
     7,

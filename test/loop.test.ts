@@ -213,5 +213,7 @@ describe('run', () => {
     ];
     for (const options of bad) expect(() => run(world, options as LoopOptions)).toThrow(code);
     expect(() => run({} as World)).toThrow(code);
+    // A misspelt option is refused, not ignored (a `tick` for `ticks` would run forever).
+    expect(() => run(world, { tick: 3 } as LoopOptions)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_OPTION' }));
   });
 });

@@ -185,6 +185,8 @@ describe('options objects', () => {
       expect(codeOf(() => w.addViewer(a, { acks } as never), 'ERR_SIGHTLINE_INVALID_ARGUMENT')).toContain('acks must be true or false');
     }
     expect(codeOf(() => w.addViewer(a, { payloadBytes: null } as never), 'ERR_SIGHTLINE_INVALID_VIEWER_OPTION')).toContain('null');
+    // Inherited options are refused, as config fields are.
+    expect(codeOf(() => w.addViewer(a, Object.create({ sendPeriod: 5 })), 'ERR_SIGHTLINE_INVALID_ARGUMENT')).toContain('inherited');
     // Numbers in messages read as JavaScript prints them.
     for (const [payloadBytes, shown] of [
       [60, 'received 60'],
