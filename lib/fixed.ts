@@ -26,7 +26,9 @@ export function roundHalfAwayFromZero(value: number): number {
  * Meters → raw fixed point (Int32 with 10 fractional bits; 1 m = 1024 raw units).
  *
  * Rounded to nearest, ties away from zero, exactly as the native engine's `metersToRaw`
- * (`std::llround(meters * 1024)`). The result is not clamped to the Int32 range.
+ * (`std::llround(meters * 1024)`). The result is not clamped to the Int32 range, and NaN and
+ * ±Infinity pass through unchanged: this is a conversion, not a check (the API methods taking
+ * meters refuse them with coded errors).
  */
 export function toRaw(meters: number): number {
   return roundHalfAwayFromZero(meters * RAW_PER_METER);
