@@ -156,22 +156,12 @@ class GhostLookup {
       return gt.find(id);
     }
   };
-  // Loads the map from gt's entries, calling each(index, entry) on every entry on the way (the
-  // pass's eviction check rides this read); each may change anything but the entry's id. Until
-  // clear(), gt's first size() entries keep their ids.
-  template <typename Each>
-  Loaded load(GhostTable& gt, Each&& each) {
+  // Loads the map from gt's entries. Until clear(), gt's first size() entries keep their ids.
+  Loaded load(const GhostTable& gt) {
     uint16_t* map = map_.data();
-    for (uint32_t i = 0, n = gt.size(); i < n; ++i) {
-      GhostEntry& e = gt.at(i);
-      map[slotOfId(e.id)] = uint16_t(i + 1);  // entries < 32768
-      each(i, e);
-    }
+    for (uint32_t i = 0, n = gt.size(); i < n; ++i) map[slotOfId(gt.at(i).id)] = uint16_t(i + 1);  // entries < 32768
     loaded_ = gt.size();
     return Loaded{gt, map};
-  }
-  Loaded load(GhostTable& gt) {
-    return load(gt, [](uint32_t, GhostEntry&) {});
   }
   // Empties the map again: the slots of the entries that were loaded (new entries may follow them).
   void clear(const GhostTable& gt) {
