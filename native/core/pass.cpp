@@ -80,21 +80,22 @@ void World::serve(Viewer& v, Scratch& s) {
   // one) departs; its despawn record goes out with this pass at the earliest. Evicted ids are
   // queued in id order, so the despawn order does not depend on the table's layout.
   const uint16_t pass = uint16_t(v.passes);
-  const uint32_t stale = gt.stale(pass, c.graceTicks, s.stale.data());
-  uint32_t evicted = 0;
-  for (uint32_t k = 0; k < stale; ++k) {
-    GhostEntry& ge = gt.at(s.stale[k]);
-    ge.state = kDeparting;
-    if (!(ge.flags & kQueued)) {
-      ge.flags |= kQueued;
-      s.evicted[evicted++] = ge.id;
+  // Entries entries[0, count) depart; those not queued yet join the despawn queue in id order.
+  auto depart = [&](const uint32_t* entries, uint32_t count) {
+    uint32_t queued = 0;
+    for (uint32_t k = 0; k < count; ++k) {
+      GhostEntry& ge = gt.at(entries[k]);
+      ge.state = kDeparting;
+      if (!(ge.flags & kQueued)) {
+        ge.flags |= kQueued;
+        s.evicted[queued++] = ge.id;
+      }
     }
-  }
+    std::sort(s.evicted.data(), s.evicted.data() + queued);
+    for (uint32_t k = 0; k < queued; ++k) gt.enqueue(s.evicted[k]);
+  };
+  depart(s.stale.data(), gt.stale(pass, c.graceTicks, s.stale.data()));
   const GhostLookup::Loaded lookup = s.lookup.load(gt);
-  if (evicted > 0) {
-    std::sort(s.evicted.data(), s.evicted.data() + evicted);
-    for (uint32_t i = 0; i < evicted; ++i) gt.enqueue(s.evicted[i]);
-  }
 
   // Score: drift x weight[band]; drift = odometer now - mark (wrapping), or newDrift when the
   // client does not hold it. Held ghosts are stamped with this pass (and revived if departing).
@@ -159,17 +160,7 @@ void World::serve(Viewer& v, Scratch& s) {
       return ageA != ageB ? ageA > ageB : gt.at(a).id < gt.at(b).id;
     };
     if (early > 0 && early < idleCount) std::nth_element(idle, idle + early - 1, idle + idleCount, staler);
-    uint32_t queued = 0;
-    for (uint32_t k = 0; k < early; ++k) {
-      GhostEntry& ge = gt.at(idle[k]);
-      ge.state = kDeparting;
-      if (!(ge.flags & kQueued)) {
-        ge.flags |= kQueued;
-        s.evicted[queued++] = ge.id;
-      }
-    }
-    std::sort(s.evicted.data(), s.evicted.data() + queued);
-    for (uint32_t k = 0; k < queued; ++k) gt.enqueue(s.evicted[k]);
+    depart(idle, early);
     st.pressureEvictions += early;
   }
 
