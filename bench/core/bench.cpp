@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +36,7 @@ struct Options {
   double ghostCap = 256;
   double denseThreshold = 512;
   bool still = false;
+  std::string walk = "jitter";  // jitter | wander
   bool digest = false;  // print a digest of every packet (to check that two builds send the same bytes)
   double gapMs = 15;  // --mode wake: idle time before each dispatch
 };
@@ -44,7 +46,10 @@ void usage() {
                "usage: bench [--scenario uniform|town-square|crowd] [--mode pass|snapshot|gather|wake]\n"
                "             [--entities N] [--viewers N] [--threads N] [--ticks N] [--warmup N]\n"
                "             [--walk-cap N|inf] [--ghost-cap N] [--dense N|inf] [--still] [--gap-ms N]\n"
-               "             [--digest]\n"
+               "             [--walk jitter|wander] [--digest]\n"
+               "  --walk jitter (default): each axis moves a uniform -77..77 raw a tick (1.5 m/s at most)\n"
+               "  --walk wander: a slowly turning heading at 1.5 m/s (77 raw a tick), as the herd's scenarios\n"
+               "                 move; neighbourhoods change faster, so ghost tables churn more\n"
                "  --digest: also print a digest of every packet written (two builds must agree)\n"
                "  --mode wake: how long after a parallelFor starts each pool thread takes its first chunk,\n"
                "               when the pool sat idle --gap-ms before it (the thread count includes the caller)\n");
@@ -111,10 +116,12 @@ int main(int argc, char** argv) {
     else if (a == "--ghost-cap") o.ghostCap = num(next());
     else if (a == "--dense") o.denseThreshold = num(next());
     else if (a == "--still") o.still = true;
+    else if (a == "--walk") o.walk = next();
     else if (a == "--digest") o.digest = true;
     else if (a == "--gap-ms") o.gapMs = num(next());
     else usage();
   }
+  if (o.walk != "jitter" && o.walk != "wander") usage();
   if (o.mode == "wake") return wakeLatency(o);
   ConfigInput in;
   in.walkCap = o.walkCap >= 2147483647.0 ? 2147483647.0 : o.walkCap;
@@ -136,14 +143,35 @@ int main(int argc, char** argv) {
   for (uint32_t i = 0; i < viewers; ++i) w.addViewer(w.entities().idOfSlot(i), ViewerOptions{0, 1});
 
   ThreadPool pool(o.threads);
-  // Random walk of ~1.5 m/s at 20 Hz (77 raw per tick per axis at most), kept inside its area.
+  // Jitter: a random step of ~1.5 m/s at 20 Hz (77 raw per tick per axis at most), kept inside
+  // its area. Wander: the heading turns by a turn rate that decays by 0.95 and gains up to +-0.01
+  // radians a tick; 77 raw a tick along it; reflected at the area's edges.
+  std::vector<double> hx(o.entities), hy(o.entities), turn(o.entities), px(o.entities), py(o.entities);
+  {
+    std::uniform_real_distribution<double> angle(0, 6.283185307179586);
+    for (uint32_t s = 0; s < o.entities; ++s) {
+      double a = angle(rng);
+      hx[s] = std::cos(a), hy[s] = std::sin(a), px[s] = w.entities().x()[s], py[s] = w.entities().y()[s];
+    }
+  }
+  std::uniform_real_distribution<double> noise(-0.01, 0.01);
   auto move = [&]() {
     if (o.still) return;
     int32_t *xs = w.entities().x(), *ys = w.entities().y();
     for (uint32_t s = 0; s < o.entities; ++s) {
       int64_t lo = s < crowd ? cx0 : 0, hi = s < crowd ? cx0 + cell - 1 : region - 1;
-      xs[s] = int32_t(std::clamp<int64_t>(xs[s] + int32_t(rng() % 155) - 77, lo, hi));
-      ys[s] = int32_t(std::clamp<int64_t>(ys[s] + int32_t(rng() % 155) - 77, lo, hi));
+      if (o.walk == "jitter") {
+        xs[s] = int32_t(std::clamp<int64_t>(xs[s] + int32_t(rng() % 155) - 77, lo, hi));
+        ys[s] = int32_t(std::clamp<int64_t>(ys[s] + int32_t(rng() % 155) - 77, lo, hi));
+        continue;
+      }
+      double t = turn[s] = turn[s] * 0.95 + noise(rng);
+      double nx = hx[s] - t * hy[s], ny = hy[s] + t * hx[s], inv = 1 / std::sqrt(nx * nx + ny * ny);
+      hx[s] = nx * inv, hy[s] = ny * inv;
+      px[s] += hx[s] * 77, py[s] += hy[s] * 77;
+      if (px[s] < lo || px[s] > hi) hx[s] = -hx[s], px[s] = std::clamp<double>(px[s], lo, hi);
+      if (py[s] < lo || py[s] > hi) hy[s] = -hy[s], py[s] = std::clamp<double>(py[s], lo, hi);
+      xs[s] = int32_t(std::lround(px[s])), ys[s] = int32_t(std::lround(py[s]));
     }
   };
 
@@ -191,9 +219,9 @@ int main(int argc, char** argv) {
     if (t >= o.warmup) snapUs.push_back(w.snapshotMicros), passUs.push_back(w.passMicros), last = w.stats();
   }
   std::printf("{\"scenario\":\"%s\",\"mode\":\"%s\",\"entities\":%u,\"viewers\":%u,\"threads\":%u,\"walkCap\":%.0f,"
-              "\"ghostCap\":%.0f,\"denseThreshold\":%.0f,\"ticks\":%u,\"kernels\":\"%s\"",
+              "\"ghostCap\":%.0f,\"denseThreshold\":%.0f,\"walk\":\"%s\",\"ticks\":%u,\"kernels\":\"%s\"",
               o.scenario.c_str(), o.mode.c_str(), o.entities, viewers, pool.size(), double(c.walkCap), o.ghostCap,
-              double(c.denseCellThreshold), o.ticks, simdEnabled() ? "avx512" : "portable");
+              double(c.denseCellThreshold), o.walk.c_str(), o.ticks, simdEnabled() ? "avx512" : "portable");
   if (o.mode == "snapshot") {
     std::printf(",\"snapshotUs\":%.1f,\"snapshotP90Us\":%.1f}\n", median(snapUs), pct(snapUs, 0.9));
   } else if (o.mode == "gather") {
