@@ -1,4 +1,8 @@
 {
+  "variables": {
+    "sightline_pgo%": "",
+    "sightline_pgo_dir%": ""
+  },
   "targets": [
     {
       "target_name": "sightline",
@@ -25,7 +29,17 @@
         "CLANG_CXX_LANGUAGE_STANDARD": "c++20",
         "OTHER_CPLUSPLUSFLAGS": ["-O3"]
       },
-      "msvs_settings": { "VCCLCompilerTool": { "ExceptionHandling": 1, "AdditionalOptions": ["/std:c++20"] } }
+      "msvs_settings": { "VCCLCompilerTool": { "ExceptionHandling": 1, "AdditionalOptions": ["/std:c++20"] } },
+      "conditions": [
+        ["sightline_pgo=='generate'", {
+          "cflags_cc": ["-fprofile-generate=<(sightline_pgo_dir)", "-fprofile-update=atomic"],
+          "ldflags": ["-fprofile-generate=<(sightline_pgo_dir)"]
+        }],
+        ["sightline_pgo=='use'", {
+          "defines": ["SIGHTLINE_PGO=1"],
+          "cflags_cc": ["-fprofile-use=<(sightline_pgo_dir)", "-fprofile-correction", "-Wno-error=coverage-mismatch"]
+        }]
+      ]
     }
   ]
 }

@@ -13,7 +13,7 @@ import os from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { World, WorldConfig, decodePacket, decodePacketRaw, createRawPacket, kernels } from '../dist/lib/index.js';
+import { World, WorldConfig, decodePacket, decodePacketRaw, createRawPacket, kernels, profileGuided } from '../dist/lib/index.js';
 import { createHerd } from '../dist/lib/herd.js';
 import { CORE_BUILD_COMMAND, buildCore, runCore } from './core.mjs';
 import { BruteForcePeer, ColyseusPeer, sampleIndices } from './peers.mjs';
@@ -143,6 +143,7 @@ function git(args) {
 const results = { sections: {} };
 const notes = [];
 const started = now();
+if (!profileGuided) log('bench', 'the addon is a plain -O3 build; `npm run build:pgo` builds the profile-guided one the prebuilds ship');
 
 // ---------------------------------------------------------------------------------------------
 // Worlds under a herd: pass, snapshot and tick wall times over the measured ticks.
@@ -560,6 +561,7 @@ results.machine = {
   cores: cpus.length,
   memoryGiB: os.totalmem() / 2 ** 30,
   kernels,
+  profileGuided,
   os: `${os.type()} ${os.release()} ${os.arch()}`,
   node: process.version,
   v8: process.versions.v8,
@@ -593,6 +595,12 @@ function markdown(r) {
       [
         ['Machine', `${m.cpu}, ${m.cores} cores (os.cpus()), ${fmt(m.memoryGiB, 0)} GiB`],
         ['Kernels', `${m.kernels ?? 'portable'} (\`kernels\`; SIGHTLINE_SIMD=off forces the portable ones)`],
+        [
+          'Addon build',
+          m.profileGuided
+            ? 'profile-guided (`npm run build:pgo`; the published prebuilds are built this way)'
+            : 'plain -O3 (`npm run build:native`); `npm run build:pgo` builds what the prebuilds ship, about 5-8% faster',
+        ],
         ['OS', m.os],
         ['Node', `${m.node} (V8 ${m.v8})`],
         ['Date', m.date],

@@ -147,6 +147,8 @@ export interface NativeBinding {
   napiVersion: number;
   /** Which vector kernels the pass runs: see `kernels` in index.ts. */
   kernels: 'avx512' | 'portable';
+  /** Whether this addon was built with profile-guided optimization: see `profileGuided` in world.ts. */
+  profileGuided: boolean;
 }
 
 function packageRoot(): string {

@@ -3,7 +3,7 @@ export { World, TickResult } from './world.js';
 export type { EventTarget, EntityId, Vec3, PositionInput, WorldOptions, ViewerOptions, Positions, Packet, TickStats, GatherResult, GhostTableView } from './world.js';
 export * from './config.js';
 export { SightlineError } from './errors.js';
-export { kernels } from './world.js';
+export { kernels, profileGuided } from './world.js';
 export { toRaw, toMeters, FRAC_BITS, RAW_PER_METER } from './fixed.js';
 export { decodePacket, decodePacketRaw, createRawPacket } from './decode.js';
 export type { DecodedPacket, RawPacket, PacketHeader, PacketUpdate, PacketLayoutConfig } from './decode.js';

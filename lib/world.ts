@@ -15,6 +15,15 @@ import { run as runClock, type LoopHandle, type LoopOptions } from './loop.js';
 export const kernels: 'avx512' | 'portable' = native.kernels;
 
 /**
+ * Whether the loaded addon was built with profile-guided optimization: `npm run build:pgo` (and the
+ * published prebuilds, from `npm run prebuildify`) compile it once instrumented, run the herd's
+ * scenarios on it and compile it again with the profile; `npm run build:native` and an install
+ * that compiles from source build it plainly (-O3). The same packets either way; the pass is
+ * about 5-8% faster profile-guided (bench/RESULTS.md).
+ */
+export const profileGuided: boolean = native.profileGuided;
+
+/**
  * An entity's id: slot (low 20 bits) and generation (high 12 bits). A despawned entity's slot is
  * reused with the next generation, so a stale id is refused (`ERR_SIGHTLINE_STALE_ENTITY`) rather
  * than answering for the new occupant, until one slot has been reused 4,096 times.

@@ -25,6 +25,11 @@
 
 using namespace sightline;
 
+// Set to 1 by the profile-guided build (binding.gyp's sightline_pgo=use; scripts/build-pgo.mjs).
+#ifndef SIGHTLINE_PGO
+#define SIGHTLINE_PGO 0
+#endif
+
 namespace {
 
 // ---------------------------------------------------------------------------------------------
@@ -857,6 +862,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("subscriptionDiff", Napi::Function::New<SubscriptionDiff>(env, "subscriptionDiff"));
   exports.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
   exports.Set("kernels", Napi::String::New(env, simdEnabled() ? "avx512" : "portable"));
+  exports.Set("profileGuided", Napi::Boolean::New(env, SIGHTLINE_PGO != 0));
   return exports;
 }
 
