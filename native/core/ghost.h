@@ -147,9 +147,11 @@ class GhostLookup {
   struct Loaded {
     const GhostTable& gt;
     const uint16_t* map;
+    // The map's word for id: the index + 1 of the last entry loaded of id's slot, or 0.
+    uint32_t word(uint32_t id) const { return map[slotOfId(id)]; }
     // Index of the entry for id in the table (unchanged since the load, but for field writes), or -1.
-    int32_t find(uint32_t id) const { return resolve(map[slotOfId(id)], id); }
-    // find(id), given m = map[slotOfId(id)] read ahead.
+    int32_t find(uint32_t id) const { return resolve(word(id), id); }
+    // find(id), given m = word(id) read ahead.
     int32_t resolve(uint32_t m, uint32_t id) const {
       if (m == 0) return -1;
       if (gt.at(m - 1).id == id) return int32_t(m - 1);

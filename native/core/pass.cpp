@@ -14,6 +14,27 @@
 
 namespace sightline {
 
+namespace {
+
+// Scoring's rarer cases, for a candidate whose entry is e (or -1) and whose odometer reads odo:
+// not held (new), announced again (its despawn is in flight, or its announcement was lost), or
+// held with something pending (departing: revived; queued). Stamps a held entry with this pass.
+// Returns drift | fresh << 32.
+__attribute__((noinline)) uint64_t driftOfOther(GhostTable& gt, int32_t e, uint32_t odo, uint16_t pass,
+                                                uint32_t newDrift) {
+  if (e < 0) return uint64_t{newDrift} | uint64_t{1} << 32;
+  GhostEntry& ge = gt.at(uint32_t(e));
+  const uint8_t state = ge.state, flags = ge.flags;
+  const uint32_t mark = ge.mark;
+  if (state == kDespawnSent) return uint64_t{newDrift} | uint64_t{1} << 32;  // its despawn is in flight: announce it again
+  ge.lastSeen = pass;
+  if (state == kDeparting) ge.state = kLive;
+  if (flags & kUnheld) return uint64_t{newDrift} | uint64_t{1} << 32;
+  return odo - mark;
+}
+
+}  // namespace
+
 
 void World::serve(Viewer& v, Scratch& s) {
   const Config& c = config_;
@@ -102,47 +123,44 @@ void World::serve(Viewer& v, Scratch& s) {
   const SnapEntity* ents = snap.ents.data();
   World::Scored* sc = s.scored.data();
   uint64_t* scores = s.scores.data();
+  GhostEntry* const entries = &gt.at(0);
+  const uint32_t* const weights = c.bandWeights.data();
   uint32_t m = 0, newPositive = 0;
-  // Candidate i, whose entry is e (or -1).
-  auto score = [&](uint32_t i, int32_t e) {
-    const uint32_t index = candIndex[i];
-    const uint64_t d2 = candD2[i];
+  // Candidate i, whose lookup word is w (entry index + 1, or 0). The common case, a live ghost
+  // the client holds with nothing pending (state and flags zero), is inline; the rest is
+  // driftOfOther's.
+  auto score = [&](uint32_t i, uint32_t w) {
+    const uint32_t id = candId[i];
+    GhostEntry* ge = entries + (w - 1);  // meaningful only when w != 0
     uint32_t drift, fresh = 0;
-    if (e >= 0) {
-      GhostEntry& ge = gt.at(uint32_t(e));
-      // Every field read before the stamp is stored (a load behind a store to its word may wait).
-      const uint8_t state = ge.state, flags = ge.flags;
-      const uint32_t mark = ge.mark;
-      if (state == kDespawnSent) {
-        drift = c.newDrift, fresh = 1;  // its despawn is in flight: announce it again
-      } else {
-        if (flags & kUnheld) drift = c.newDrift, fresh = 1;
-        else drift = candOdo[i] - mark;
-        ge.lastSeen = pass;
-        if (state == kDeparting) ge.state = kLive;
-      }
+    int32_t e = int32_t(w) - 1;
+    if (w != 0 && ge->id == id && (ge->state | ge->flags) == 0) [[likely]] {
+      drift = candOdo[i] - ge->mark;  // read before the stamp is stored (a load behind a store to its word may wait)
+      ge->lastSeen = pass;
     } else {
-      drift = c.newDrift, fresh = 1;
-      gt.prefetchIndex(candId[i]);  // it may be inserted
+      e = lookup.resolve(w, id);
+      const uint64_t r = driftOfOther(gt, e, candOdo[i], pass, c.newDrift);
+      drift = uint32_t(r), fresh = uint32_t(r >> 32);
+      if (e < 0) gt.prefetchIndex(id);  // it may be inserted
+      newPositive += e < 0;  // undone below when its score is zero
     }
     // band = ilog2(d2). drift < 2^32 and weight < 2^32: the product fits in 64 bits (never saturates).
-    uint64_t score = uint64_t{drift} * c.bandWeights[ilog2(d2)];
-    if (score == 0) return;  // the cut at the first zero score: unmoved since last sent
+    const uint64_t score = uint64_t{drift} * weights[ilog2(candD2[i])];
+    if (score == 0) {  // the cut at the first zero score: unmoved since last sent
+      newPositive -= e < 0;
+      return;
+    }
     scores[m] = score;
-    sc[m++] = World::Scored{i, index, e, fresh};
-    newPositive += e < 0;
+    sc[m++] = World::Scored{i, candIndex[i], e, fresh};
   };
   if (allEligible) {
-    for (uint32_t i = 0; i < n; ++i) score(i, lookup.find(candId[i]));
+    for (uint32_t i = 0; i < n; ++i) score(i, lookup.word(candId[i]));
   } else {
     // The map words first, in a loop of loads alone (many in flight at once; measured faster
     // here, slower for the few candidates of the branch above).
     uint16_t* words = s.words.data();
-    for (uint32_t j = 0; j < n; ++j) words[j] = lookup.map[slotOfId(candId[eligible[j]])];
-    for (uint32_t j = 0; j < n; ++j) {
-      const uint32_t i = eligible[j];
-      score(i, lookup.resolve(words[j], candId[i]));
-    }
+    for (uint32_t j = 0; j < n; ++j) words[j] = uint16_t(lookup.word(candId[eligible[j]]));
+    for (uint32_t j = 0; j < n; ++j) score(eligible[j], words[j]);
   }
 
   // Table pressure: when more new candidates scored positive than the table has room for, the
@@ -229,6 +247,9 @@ void World::serve(Viewer& v, Scratch& s) {
   }
   st.despawns += despawns;
   s.lookup.clear(gt);  // the last lookup; entries are inserted and removed from here on
+  // Each removal moves the table's last entry into the hole and rewrites that entry's index slot:
+  // ask for those slots now, as for the removed ids above.
+  for (uint32_t r = 0, size = gt.size(); r < removals && r < size; ++r) gt.prefetchIndex(gt.at(size - 1 - r).id);
 
   // Selection: the top `slots` by score descending, ties nearest first (distance, then gather
   // order). New ghosts need room. `chosen` gets their positions in sc, in packet order (unless
