@@ -191,15 +191,15 @@ int main(int argc, char** argv) {
     if (o.mode == "gather") {
       const Snapshot& snap = w.snapshot();
       std::vector<std::vector<uint64_t>> d2s(pool.size(), std::vector<uint64_t>(o.entities + kGatherSlack));
-      std::vector<std::vector<uint32_t>> idxs(pool.size(), std::vector<uint32_t>(3 * (o.entities + kGatherSlack)));
+      std::vector<std::vector<uint32_t>> idxs(pool.size(), std::vector<uint32_t>(o.entities + kGatherSlack));
+      std::vector<std::vector<uint64_t>> idOdos(pool.size(), std::vector<uint64_t>(o.entities + kGatherSlack));
       std::vector<uint64_t> g(pool.size() * 16), ex(pool.size() * 16);
       auto t0 = Clock::now();
       pool.parallelFor(viewers, 16, [&](uint32_t b, uint32_t e, unsigned wk) {
         for (uint32_t i = b; i < e; ++i) {
           const Viewer& v = w.viewerAt(i);
           GatherResult r = gather(snap, v.vx, v.vy, c.viewRadiusSq, c.walkCap, v.avatarId,
-                                 Candidates{d2s[wk].data(), idxs[wk].data(), idxs[wk].data() + o.entities + kGatherSlack,
-                                            idxs[wk].data() + 2 * (o.entities + kGatherSlack)});
+                                 Candidates{d2s[wk].data(), idxs[wk].data(), idOdos[wk].data()});
           g[wk * 16] += r.count, ex[wk * 16] += r.examined;
         }
       });

@@ -763,14 +763,14 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     uint32_t exclude = ex >= 0 && ex <= 4294967295.0 ? uint32_t(ex) : UINT32_MAX;
     const Snapshot& s = world_->snapshot();
     std::vector<uint64_t> outD2(s.count() + kGatherSlack);
-    std::vector<uint32_t> outIndex(s.count() + kGatherSlack), outId(s.count() + kGatherSlack),
-        outOdo(s.count() + kGatherSlack);
+    std::vector<uint32_t> outIndex(s.count() + kGatherSlack);
+    std::vector<uint64_t> outIdOdo(s.count() + kGatherSlack);
     const Config& c = world_->config();
     GatherResult g = gather(s, int64_t(vx), int64_t(vy), c.viewRadiusSq, walkCap, exclude,
-                            Candidates{outD2.data(), outIndex.data(), outId.data(), outOdo.data()});
+                            Candidates{outD2.data(), outIndex.data(), outIdOdo.data()});
     Napi::Uint32Array ids = Napi::Uint32Array::New(env, g.count);
     Napi::Float64Array d2 = Napi::Float64Array::New(env, g.count);
-    for (uint32_t i = 0; i < g.count; ++i) ids[i] = outId[i], d2[i] = double(outD2[i]);
+    for (uint32_t i = 0; i < g.count; ++i) ids[i] = candIdOf(outIdOdo[i]), d2[i] = double(outD2[i]);
     Napi::Object o = Napi::Object::New(env);
     o.Set("ids", ids);
     o.Set("d2", d2);

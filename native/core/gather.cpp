@@ -22,8 +22,7 @@ inline uint32_t scanRange(const Snapshot& snap, uint32_t b, uint32_t e, int64_t 
     // Branch-free append: always write, advance only when in range and not excluded.
     out.d2[n] = d2;
     out.index[n] = i;
-    out.id[n] = es[i].id;
-    out.odo[n] = es[i].odo;
+    out.idOdo[n] = uint64_t{es[i].id} | uint64_t{es[i].odo} << 32;
     n += static_cast<uint32_t>((d2 <= r2) & (es[i].id != exclude));
   }
   return n;
@@ -42,7 +41,7 @@ uint32_t scanRange512(const Snapshot& snap, uint32_t b, uint32_t e, int64_t vx, 
                       uint32_t exclude, Candidates out, uint32_t n) {
   const int32_t* words = reinterpret_cast<const int32_t*>(snap.ents.data());
   const __m512i xyLanes = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
-  const __m512i idOdoLanes = _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
+  const __m512i idOdoLanes = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);  // qword 1 of each record
   const __m512i vvx = _mm512_set1_epi64(vx), vvy = _mm512_set1_epi64(vy), vr2 = _mm512_set1_epi64(int64_t(r2));
   const __m256i vex = _mm256_set1_epi32(int32_t(exclude));
   __m256i index = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(int32_t(b)));
@@ -61,17 +60,15 @@ uint32_t scanRange512(const Snapshot& snap, uint32_t b, uint32_t e, int64_t vx, 
       hi = _mm512_maskz_loadu_epi32(__mmask16(words4 <= 16 ? 0 : (1u << (words4 - 16)) - 1), w + 16);
     }
     __m512i xy = _mm512_permutex2var_epi32(lo, xyLanes, hi);
-    __m512i idOdo = _mm512_permutex2var_epi32(lo, idOdoLanes, hi);
-    __m256i ids = _mm512_castsi512_si256(idOdo);
+    __m512i idOdo = _mm512_permutex2var_epi64(lo, idOdoLanes, hi);
+    __m256i ids = _mm512_cvtepi64_epi32(idOdo);
     __m512i dx = _mm512_sub_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(xy)), vvx);
     __m512i dy = _mm512_sub_epi64(_mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(xy, 1)), vvy);
     __m512i d2 = _mm512_add_epi64(_mm512_mullo_epi64(dx, dx), _mm512_mullo_epi64(dy, dy));
     __mmask8 keep = _mm512_mask_cmple_epu64_mask(live, d2, vr2) & _mm256_cmpneq_epi32_mask(ids, vex);
     _mm512_storeu_si512(out.d2 + n, _mm512_maskz_compress_epi64(keep, d2));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.index + n), _mm256_maskz_compress_epi32(keep, index));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.id + n), _mm256_maskz_compress_epi32(keep, ids));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.odo + n),
-                        _mm256_maskz_compress_epi32(keep, _mm512_extracti64x4_epi64(idOdo, 1)));
+    _mm512_storeu_si512(out.idOdo + n, _mm512_maskz_compress_epi64(keep, idOdo));
     n += uint32_t(__builtin_popcount(keep));
     index = _mm256_add_epi32(index, eight);
   }

@@ -19,11 +19,14 @@ namespace sightline {
 struct Candidates {
   uint64_t* d2;     // squared horizontal distance to the viewer, raw^2
   uint32_t* index;  // position in the snapshot arrays
-  uint32_t* id;     // entity id (the snapshot's, copied so the pass need not go back for it)
-  uint32_t* odo;    // odometer total (raw units, wrapping), copied likewise
+  uint64_t* idOdo;  // entity id | odometer total << 32 (raw units, wrapping): the snapshot's, copied
+                    // so the pass need not go back for them (candIdOf, candOdoOf read them)
 };
 // Room the arrays need beyond the snapshot's entity count (the branch-free appends write ahead).
 constexpr uint32_t kGatherSlack = 16;
+
+inline uint32_t candIdOf(uint64_t idOdo) { return uint32_t(idOdo); }
+inline uint32_t candOdoOf(uint64_t idOdo) { return uint32_t(idOdo >> 32); }
 
 struct GatherResult {
   uint32_t count;     // candidates written

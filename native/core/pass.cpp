@@ -69,10 +69,9 @@ void World::serve(Viewer& v, Scratch& s) {
   // Capped gather, then the nearest ghostCap candidates (distance, then gather order) are eligible.
   const uint64_t* candD2 = s.candD2.data();
   const uint32_t* candIndex = s.candIndex.data();
-  const uint32_t* candId = s.candId.data();
-  const uint32_t* candOdo = s.candOdo.data();
+  const uint64_t* candIdOdo = s.candIdOdo.data();
   GatherResult g = gather(snap, v.vx, v.vy, c.viewRadiusSq, c.walkCap, v.avatarId,
-                          Candidates{s.candD2.data(), s.candIndex.data(), s.candId.data(), s.candOdo.data()});
+                          Candidates{s.candD2.data(), s.candIndex.data(), s.candIdOdo.data()});
   st.candidates += g.count;
   st.examined += g.examined;
   uint32_t n = g.count;
@@ -130,16 +129,17 @@ void World::serve(Viewer& v, Scratch& s) {
   // the client holds with nothing pending (state and flags zero), is inline; the rest is
   // driftOfOther's.
   auto score = [&](uint32_t i, uint32_t w) {
-    const uint32_t id = candId[i];
+    const uint64_t idOdo = candIdOdo[i];
+    const uint32_t id = candIdOf(idOdo);
     GhostEntry* ge = entries + (w - 1);  // meaningful only when w != 0
     uint32_t drift, fresh = 0;
     int32_t e = int32_t(w) - 1;
     if (w != 0 && ge->id == id && (ge->state | ge->flags) == 0) [[likely]] {
-      drift = candOdo[i] - ge->mark;  // read before the stamp is stored (a load behind a store to its word may wait)
+      drift = candOdoOf(idOdo) - ge->mark;  // read before the stamp is stored (a load behind a store to its word may wait)
       ge->lastSeen = pass;
     } else {
       e = lookup.resolve(w, id);
-      const uint64_t r = driftOfOther(gt, e, candOdo[i], pass, c.newDrift);
+      const uint64_t r = driftOfOther(gt, e, candOdoOf(idOdo), pass, c.newDrift);
       drift = uint32_t(r), fresh = uint32_t(r >> 32);
       if (e < 0) gt.prefetchIndex(id);  // it may be inserted
       newPositive += e < 0;  // undone below when its score is zero
@@ -154,12 +154,12 @@ void World::serve(Viewer& v, Scratch& s) {
     sc[m++] = World::Scored{i, candIndex[i], e, fresh};
   };
   if (allEligible) {
-    for (uint32_t i = 0; i < n; ++i) score(i, lookup.word(candId[i]));
+    for (uint32_t i = 0; i < n; ++i) score(i, lookup.word(candIdOf(candIdOdo[i])));
   } else {
     // The map words first, in a loop of loads alone (many in flight at once; measured faster
     // here, slower for the few candidates of the branch above).
     uint16_t* words = s.words.data();
-    for (uint32_t j = 0; j < n; ++j) words[j] = uint16_t(lookup.word(candId[eligible[j]]));
+    for (uint32_t j = 0; j < n; ++j) words[j] = uint16_t(lookup.word(candIdOf(candIdOdo[eligible[j]])));
     for (uint32_t j = 0; j < n; ++j) score(eligible[j], words[j]);
   }
 

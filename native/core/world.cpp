@@ -228,7 +228,7 @@ void World::runPass(ThreadPool& pool) {
     size_t n = snapshot_.count() + kGatherSlack;
     if (s->candD2.size() < n) {
       n += n / 4;
-      s->candD2.resize(n), s->candIndex.resize(n), s->candId.resize(n), s->candOdo.resize(n), s->eligible.resize(n), s->buckets.resize(n);
+      s->candD2.resize(n), s->candIndex.resize(n), s->candIdOdo.resize(n), s->eligible.resize(n), s->buckets.resize(n);
       s->indices.resize(2 * n + 2 * kSplitSlack);
     }
     if (s->scored.size() < config_.ghostCap) {

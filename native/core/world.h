@@ -196,8 +196,7 @@ class World {
   struct alignas(64) Scratch {
     std::vector<uint64_t> candD2;      // the gather's candidates (see Candidates)
     std::vector<uint32_t> candIndex;
-    std::vector<uint32_t> candId;
-    std::vector<uint32_t> candOdo;
+    std::vector<uint64_t> candIdOdo;   // id | odometer << 32
     std::vector<uint32_t> eligible;    // gather positions of the eligible candidates
     std::vector<uint16_t> buckets;
     std::vector<uint32_t> indices;     // 2 per candidate

@@ -444,23 +444,23 @@ void gatherKernelsAgree() {
     w.prepareTick();
     const Snapshot& snap = w.snapshot();
     std::vector<uint64_t> d2a(count + kGatherSlack), d2b(count + kGatherSlack);
-    std::vector<uint32_t> ia(count + kGatherSlack), ib(count + kGatherSlack), ida(count + kGatherSlack),
-        idb(count + kGatherSlack), oa(count + kGatherSlack), ob(count + kGatherSlack);
+    std::vector<uint32_t> ia(count + kGatherSlack), ib(count + kGatherSlack);
+    std::vector<uint64_t> ioa(count + kGatherSlack), iob(count + kGatherSlack);
     for (uint32_t q = 0; q < 200; ++q) {
       int64_t vx = uni(-c.cellRaw, c.regionRaw + c.cellRaw), vy = uni(-c.cellRaw, c.regionRaw + c.cellRaw);
       if (q % 5 == 0) vx = 5000, vy = 7000;
       uint32_t walkCap = q % 3 == 0 ? UINT32_MAX : 1 + rng() % 300;
       uint32_t exclude = q % 2 ? ids[rng() % ids.size()] : UINT32_MAX;
       setSimd(false);
-      GatherResult a = gather(snap, vx, vy, c.viewRadiusSq, walkCap, exclude, Candidates{d2a.data(), ia.data(), ida.data(), oa.data()});
+      GatherResult a = gather(snap, vx, vy, c.viewRadiusSq, walkCap, exclude, Candidates{d2a.data(), ia.data(), ioa.data()});
       setSimd(true);
-      GatherResult b = gather(snap, vx, vy, c.viewRadiusSq, walkCap, exclude, Candidates{d2b.data(), ib.data(), idb.data(), ob.data()});
+      GatherResult b = gather(snap, vx, vy, c.viewRadiusSq, walkCap, exclude, Candidates{d2b.data(), ib.data(), iob.data()});
       bool same = a.count == b.count && a.examined == b.examined;
       for (uint32_t k = 0; same && k < a.count; ++k) {
         const SnapEntity& e = snap.ents[ia[k]];
         int64_t dx = e.x - vx, dy = e.y - vy;
-        same = d2a[k] == d2b[k] && ia[k] == ib[k] && ida[k] == idb[k] && oa[k] == ob[k] && ida[k] == e.id &&
-               oa[k] == e.odo && d2a[k] == uint64_t(dx * dx) + uint64_t(dy * dy) &&
+        same = d2a[k] == d2b[k] && ia[k] == ib[k] && ioa[k] == iob[k] && candIdOf(ioa[k]) == e.id &&
+               candOdoOf(ioa[k]) == e.odo && d2a[k] == uint64_t(dx * dx) + uint64_t(dy * dy) &&
                d2a[k] <= c.viewRadiusSq && e.id != exclude;
       }
       if (!same) {
