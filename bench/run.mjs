@@ -218,13 +218,27 @@ const PASS_SCENARIOS = [
   { scenario: 'crowd-50k', entities: 50_000, viewers: 8192, title: 'crowd-50k (60% in one cell)' },
 ];
 
+/**
+ * How much the machine's two cores slow each other: bench/core --mode pair (two town-square
+ * scenes, one thread each, first one alone, then both at once). Null without bench/core.
+ */
+async function coreContention(section) {
+  if (!ensureCore(section)) return null;
+  await waitQuiet(section);
+  const r = runCore(['--mode', 'pair', '--walk', 'wander', '--ticks', String(P.coreTicks), '--warmup', String(P.coreWarmup)]);
+  log(section, `core contention (bench/core --mode pair): a 1-thread pass ${fmt(r.aloneMs, 2)} ms alone, ${fmt(r.bothMs, 2)} ms with another on the other core (×${fmt(r.slowdown, 2)})`);
+  return r;
+}
+
 async function sectionPass() {
   const rows = [];
+  const contentionBefore = await coreContention('pass');
   for (const sc of PASS_SCENARIOS) {
     const [one, two] = await measureWorlds({ section: 'pass', ...sc, threadsList: [1, 2], warmup: P.warmup, ticks: P.ticks });
     rows.push({ ...sc, one, two, speedup: one.passMedianUs / two.passMedianUs });
   }
-  return { rows };
+  const contentionAfter = await coreContention('pass');
+  return { rows, contentionBefore, contentionAfter };
 }
 
 async function sectionScaling() {
@@ -666,6 +680,17 @@ function markdown(r) {
         rows,
       ),
     );
+    const cb = s.pass.contentionBefore, ca = s.pass.contentionAfter;
+    if (cb && ca) {
+      out.push(
+        '',
+        `Core contention (bench/core \`--mode pair --walk wander\`: two town-square scenes of ${fmt(8192)} viewers, one thread each, ` +
+          `alone and then both at once): a 1-thread pass took ${fmt(cb.aloneMs, 2)} ms alone and ${fmt(cb.bothMs, 2)} ms while another ran ` +
+          `on the second core (×${fmt(cb.slowdown, 2)}) before this section, ×${fmt(ca.slowdown, 2)} (${fmt(ca.aloneMs, 2)} / ${fmt(ca.bothMs, 2)} ms) after it. ` +
+          'Near ×1 the two cores work independently; toward ×2 they share one physical core (a virtual machine whose two vCPUs are ' +
+          'SMT siblings) or the host is busy, and no 2-thread pass can run much faster than a 1-thread one.',
+      );
+    }
   }
 
   if (s.scaling) {
@@ -864,6 +889,8 @@ if (s.pass)
       `pass ${row.scenario} (${fmt(row.entities)}/${fmt(row.viewers)}), ms median (p99): 1 thread | 2 threads`,
       `${ms(row.one.passMedianUs)} (${ms(row.one.passP99Us)}) | ${ms(row.two.passMedianUs)} (${ms(row.two.passP99Us)}), ×${fmt(row.speedup, 2)}`,
     ]);
+if (s.pass?.contentionBefore && s.pass?.contentionAfter)
+  rows.push(['core contention (pair test: both cores busy ÷ one), before | after the passes', `×${fmt(s.pass.contentionBefore.slowdown, 2)} | ×${fmt(s.pass.contentionAfter.slowdown, 2)}`]);
 if (s.scaling) for (const x of s.scaling.fixed) rows.push([`per viewer, uniform ${fmt(x.viewers)} viewers, µs (1 thread)`, fmt(x.perViewerUs, 2)]);
 if (s.js) rows.push(['JS receive + read 8,192 packets, ms (target ≤ 0.5)', ms(s.js.receiveAndReadMedianUs, 3)]);
 if (s.peers)

@@ -26,7 +26,7 @@ namespace {
 
 struct Options {
   std::string scenario = "town-square";
-  std::string mode = "pass";  // pass | snapshot | gather
+  std::string mode = "pass";  // pass | snapshot | gather | wake | pair
   uint32_t entities = 8192;
   uint32_t viewers = 0;  // 0 = scenario default
   unsigned threads = 1;
@@ -43,7 +43,7 @@ struct Options {
 
 void usage() {
   std::fprintf(stderr,
-               "usage: bench [--scenario uniform|town-square|crowd] [--mode pass|snapshot|gather|wake]\n"
+               "usage: bench [--scenario uniform|town-square|crowd] [--mode pass|snapshot|gather|wake|pair]\n"
                "             [--entities N] [--viewers N] [--threads N] [--ticks N] [--warmup N]\n"
                "             [--walk-cap N|inf] [--ghost-cap N] [--dense N|inf] [--still] [--gap-ms N]\n"
                "             [--walk jitter|wander] [--digest]\n"
@@ -52,7 +52,9 @@ void usage() {
                "                 move; neighbourhoods change faster, so ghost tables churn more\n"
                "  --digest: also print a digest of every packet written (two builds must agree)\n"
                "  --mode wake: how long after a parallelFor starts each pool thread takes its first chunk,\n"
-               "               when the pool sat idle --gap-ms before it (the thread count includes the caller)\n");
+               "               when the pool sat idle --gap-ms before it (the thread count includes the caller)\n"
+               "  --mode pair: two identical scenes on one thread each, first one alone, then both at once:\n"
+               "               how much the machine's cores slow each other (slowdown = both / alone)\n");
   std::exit(2);
 }
 
@@ -94,6 +96,94 @@ int wakeLatency(const Options& o) {
   return 0;
 }
 
+// A scenario's world and how its entities move. Jitter: a random step of ~1.5 m/s at 20 Hz (77
+// raw per tick per axis at most), kept inside its area. Wander: the heading turns by a turn rate
+// that decays by 0.95 and gains up to +-0.01 radians a tick; 77 raw a tick along it; reflected at
+// the area's edges. Seeded: two scenes of the same options move alike.
+struct Scene {
+  const Options& o;
+  World w;
+  std::mt19937 rng{12345};
+  int64_t region, cell, cx0;  // cx0: the crowded cell's lower corner
+  uint32_t crowd, viewers;
+  std::vector<double> hx, hy, turn, px, py;
+  std::uniform_real_distribution<double> noise{-0.01, 0.01};
+
+  Scene(const Options& opts, const Config& c)
+      : o(opts), w(c, std::max<uint32_t>(opts.entities, 1)), region(c.regionRaw), cell(c.cellRaw),
+        cx0((c.cellsPerAxis / 2) * c.cellRaw),
+        crowd(opts.scenario == "town-square" ? opts.entities : opts.scenario == "crowd" ? opts.entities * 6 / 10 : 0) {
+    auto uni = [&](int64_t lo, int64_t hi) { return int32_t(lo + int64_t(rng() % uint64_t(hi - lo))); };
+    for (uint32_t i = 0; i < o.entities; ++i) {
+      if (i < crowd) w.entities().spawn(uni(cx0, cx0 + cell), uni(cx0, cx0 + cell), 0);
+      else w.entities().spawn(uni(0, region), uni(0, region), 0);
+    }
+    viewers = std::min(o.viewers ? o.viewers : std::min<uint32_t>(o.entities, 8192), o.entities);
+    for (uint32_t i = 0; i < viewers; ++i) w.addViewer(w.entities().idOfSlot(i), ViewerOptions{0, 1});
+    hx.resize(o.entities), hy.resize(o.entities), turn.resize(o.entities), px.resize(o.entities), py.resize(o.entities);
+    std::uniform_real_distribution<double> angle(0, 6.283185307179586);
+    for (uint32_t s = 0; s < o.entities; ++s) {
+      double a = angle(rng);
+      hx[s] = std::cos(a), hy[s] = std::sin(a), px[s] = w.entities().x()[s], py[s] = w.entities().y()[s];
+    }
+  }
+
+  void move() {
+    if (o.still) return;
+    int32_t *xs = w.entities().x(), *ys = w.entities().y();
+    for (uint32_t s = 0; s < o.entities; ++s) {
+      int64_t lo = s < crowd ? cx0 : 0, hi = s < crowd ? cx0 + cell - 1 : region - 1;
+      if (o.walk == "jitter") {
+        xs[s] = int32_t(std::clamp<int64_t>(xs[s] + int32_t(rng() % 155) - 77, lo, hi));
+        ys[s] = int32_t(std::clamp<int64_t>(ys[s] + int32_t(rng() % 155) - 77, lo, hi));
+        continue;
+      }
+      double t = turn[s] = turn[s] * 0.95 + noise(rng);
+      double nx = hx[s] - t * hy[s], ny = hy[s] + t * hx[s], inv = 1 / std::sqrt(nx * nx + ny * ny);
+      hx[s] = nx * inv, hy[s] = ny * inv;
+      px[s] += hx[s] * 77, py[s] += hy[s] * 77;
+      if (px[s] < lo || px[s] > hi) hx[s] = -hx[s], px[s] = std::clamp<double>(px[s], lo, hi);
+      if (py[s] < lo || py[s] > hi) hy[s] = -hy[s], py[s] = std::clamp<double>(py[s], lo, hi);
+      xs[s] = int32_t(std::lround(px[s])), ys[s] = int32_t(std::lround(py[s]));
+    }
+  }
+
+  // One tick: move, rebuild, serve every viewer on `pool`. Returns the pass time, µs.
+  double tick(ThreadPool& pool) {
+    move();
+    w.prepareTick();
+    w.runPass(pool);
+    return w.passMicros;
+  }
+};
+
+// --mode pair: how much two cores slow each other down on this machine. Two identical scenes,
+// each served by one thread: first one scene alone, then both at once on two threads. On a
+// machine whose two vCPUs share one physical core (SMT siblings) or whose host is busy, "both"
+// runs well above "alone", and no 2-thread pass can run twice as fast as a 1-thread one.
+int pairContention(const Options& o, const Config& c) {
+  Scene a(o, c), b(o, c);
+  ThreadPool poolA(1), poolB(1);
+  std::vector<double> alone, both;
+  for (uint32_t t = 0; t < o.warmup + o.ticks; ++t) {
+    double us = a.tick(poolA);
+    b.tick(poolB);  // keeps b in step with a
+    if (t >= o.warmup) alone.push_back(us);
+  }
+  for (uint32_t t = 0; t < o.warmup + o.ticks; ++t) {
+    double usB = 0;
+    std::thread other([&] { usB = b.tick(poolB); });
+    double usA = a.tick(poolA);
+    other.join();
+    if (t >= o.warmup) both.push_back(usA), both.push_back(usB);
+  }
+  const double m1 = median(alone), m2 = median(both);
+  std::printf("{\"scenario\":\"%s\",\"mode\":\"pair\",\"entities\":%u,\"viewers\":%u,\"walk\":\"%s\",\"ticks\":%u,"
+              "\"aloneMs\":%.3f,\"bothMs\":%.3f,\"slowdown\":%.3f}\n",
+              o.scenario.c_str(), o.entities, a.viewers, o.walk.c_str(), o.ticks, m1 / 1000, m2 / 1000, m2 / m1);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,52 +218,12 @@ int main(int argc, char** argv) {
   in.ghostCap = o.ghostCap;
   in.denseCellThreshold = o.denseThreshold >= 1073741824.0 ? 1073741824.0 : o.denseThreshold;
   Config c = buildConfig(in);
-  World w(c, std::max<uint32_t>(o.entities, 1));
-  std::mt19937 rng(12345);
-  auto uni = [&](int64_t lo, int64_t hi) { return int32_t(lo + int64_t(rng() % uint64_t(hi - lo))); };
-  const int64_t region = c.regionRaw, cell = c.cellRaw;
-  const int64_t cx0 = (c.cellsPerAxis / 2) * cell;  // the crowded cell
-  uint32_t crowd = o.scenario == "town-square" ? o.entities : o.scenario == "crowd" ? o.entities * 6 / 10 : 0;
-  for (uint32_t i = 0; i < o.entities; ++i) {
-    if (i < crowd) w.entities().spawn(uni(cx0, cx0 + cell), uni(cx0, cx0 + cell), 0);
-    else w.entities().spawn(uni(0, region), uni(0, region), 0);
-  }
-  uint32_t viewers = o.viewers ? o.viewers : std::min<uint32_t>(o.entities, 8192);
-  viewers = std::min(viewers, o.entities);
-  for (uint32_t i = 0; i < viewers; ++i) w.addViewer(w.entities().idOfSlot(i), ViewerOptions{0, 1});
-
+  if (o.mode == "pair") return pairContention(o, c);
+  Scene scene(o, c);
+  World& w = scene.w;
+  const uint32_t viewers = scene.viewers;
   ThreadPool pool(o.threads);
-  // Jitter: a random step of ~1.5 m/s at 20 Hz (77 raw per tick per axis at most), kept inside
-  // its area. Wander: the heading turns by a turn rate that decays by 0.95 and gains up to +-0.01
-  // radians a tick; 77 raw a tick along it; reflected at the area's edges.
-  std::vector<double> hx(o.entities), hy(o.entities), turn(o.entities), px(o.entities), py(o.entities);
-  {
-    std::uniform_real_distribution<double> angle(0, 6.283185307179586);
-    for (uint32_t s = 0; s < o.entities; ++s) {
-      double a = angle(rng);
-      hx[s] = std::cos(a), hy[s] = std::sin(a), px[s] = w.entities().x()[s], py[s] = w.entities().y()[s];
-    }
-  }
-  std::uniform_real_distribution<double> noise(-0.01, 0.01);
-  auto move = [&]() {
-    if (o.still) return;
-    int32_t *xs = w.entities().x(), *ys = w.entities().y();
-    for (uint32_t s = 0; s < o.entities; ++s) {
-      int64_t lo = s < crowd ? cx0 : 0, hi = s < crowd ? cx0 + cell - 1 : region - 1;
-      if (o.walk == "jitter") {
-        xs[s] = int32_t(std::clamp<int64_t>(xs[s] + int32_t(rng() % 155) - 77, lo, hi));
-        ys[s] = int32_t(std::clamp<int64_t>(ys[s] + int32_t(rng() % 155) - 77, lo, hi));
-        continue;
-      }
-      double t = turn[s] = turn[s] * 0.95 + noise(rng);
-      double nx = hx[s] - t * hy[s], ny = hy[s] + t * hx[s], inv = 1 / std::sqrt(nx * nx + ny * ny);
-      hx[s] = nx * inv, hy[s] = ny * inv;
-      px[s] += hx[s] * 77, py[s] += hy[s] * 77;
-      if (px[s] < lo || px[s] > hi) hx[s] = -hx[s], px[s] = std::clamp<double>(px[s], lo, hi);
-      if (py[s] < lo || py[s] > hi) hy[s] = -hy[s], py[s] = std::clamp<double>(py[s], lo, hi);
-      xs[s] = int32_t(std::lround(px[s])), ys[s] = int32_t(std::lround(py[s]));
-    }
-  };
+  auto move = [&]() { scene.move(); };
 
   std::vector<double> snapUs, passUs, gatherUs;
   TickStats last{};
