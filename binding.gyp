@@ -37,7 +37,7 @@
         }],
         ["sightline_pgo=='use'", {
           "defines": ["SIGHTLINE_PGO=1"],
-          "cflags_cc": ["-fprofile-use=<(sightline_pgo_dir)", "-fprofile-correction", "-Wno-error=coverage-mismatch"]
+          "cflags_cc": ["-fprofile-use=<(sightline_pgo_dir)", "-fprofile-correction", "-Wno-error=coverage-mismatch", "-Werror=missing-profile"]
         }]
       ]
     }

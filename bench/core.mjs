@@ -1,6 +1,6 @@
 // The C++ engine benchmark (bench/core/bench.cpp) from bench/run.mjs: built on demand into
 // bench/out/bench-core, run once per configuration, its JSON line parsed.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -57,4 +57,16 @@ export function runCore(args) {
   const out = execFileSync(CORE_BINARY, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
   const line = out.trim().split('\n').pop();
   return JSON.parse(line);
+}
+
+// As a command (npm run bench:core -- [options]): builds the binary when a source is newer, then
+// runs it with the given options.
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const err = buildCore((m) => process.stderr.write(`[bench:core] ${m}\n`));
+  if (err !== null) {
+    process.stderr.write(`[bench:core] the build failed:\n${err}\n`);
+    process.exit(1);
+  }
+  const r = spawnSync(CORE_BINARY, process.argv.slice(2), { stdio: 'inherit' });
+  process.exit(r.status ?? 1);
 }

@@ -121,7 +121,7 @@ function rawPacketOf(despawns: number, updates: number): RawPacket {
  * @throws SightlineError with one of:
  *   `ERR_SIGHTLINE_PACKET_NOT_BYTES` (bytes is not a Uint8Array),
  *   `ERR_SIGHTLINE_INVALID_ARGUMENT` (config is not an object with non-negative integer regionRaw,
- *   regionShift, verticalRaw, zBits and quantShift),
+ *   regionShift, verticalRaw, zBits and quantShift that relate as a WorldConfig's do),
  *   `ERR_SIGHTLINE_PACKET_TRUNCATED` (shorter than the header, or than its counts imply),
  *   `ERR_SIGHTLINE_PACKET_OVERSIZED` (longer than its counts imply, or than 65507 bytes),
  *   `ERR_SIGHTLINE_PACKET_VERSION` (version byte other than 1),
@@ -251,7 +251,7 @@ const LAYOUT_FIELDS = ['regionRaw', 'regionShift', 'verticalRaw', 'zBits', 'quan
 
 /**
  * @internal Throws `ERR_SIGHTLINE_INVALID_ARGUMENT` (naming the argument `name`) unless config is an object with non-negative
- * integer regionRaw, regionShift, verticalRaw, zBits and quantShift.
+ * integer regionRaw, regionShift, verticalRaw, zBits and quantShift that relate as a WorldConfig's do.
  */
 export function checkLayout(config: unknown, name = 'config'): asserts config is PacketLayoutConfig {
   if (typeof config !== 'object' || config === null)
@@ -268,6 +268,20 @@ export function checkLayout(config: unknown, name = 'config'): asserts config is
         `${name}.${LAYOUT_FIELDS[i]} must be a non-negative integer (a WorldConfig or a packet layout { ${LAYOUT_FIELDS.join(', ')} }), received ${describe(v)}`,
       );
   }
+  // The relations a WorldConfig's layout always has: regionRaw = 2^regionShift, verticalRaw fits
+  // zBits, nothing dropped beyond a coordinate's bits, and the packed position fits 64 bits.
+  const { regionRaw, regionShift, verticalRaw, zBits, quantShift } = c as unknown as PacketLayoutConfig;
+  const problem =
+    regionShift > 30 || regionRaw !== 2 ** regionShift
+      ? `regionRaw (${regionRaw}) must be 2^regionShift (regionShift ${regionShift}, at most 30)`
+      : zBits > 30 || verticalRaw < 1 || verticalRaw > 2 ** zBits
+        ? `verticalRaw (${verticalRaw}) must be from 1 to 2^zBits (zBits ${zBits}, at most 30)`
+        : quantShift > Math.min(regionShift, zBits)
+          ? `quantShift (${quantShift}) must be at most regionShift (${regionShift}) and zBits (${zBits})`
+          : 2 * (regionShift - quantShift) + (zBits - quantShift) > 64
+            ? `a packed position takes 2 × (regionShift - quantShift) + (zBits - quantShift) bits, at most 64; received ${2 * (regionShift - quantShift) + (zBits - quantShift)}`
+            : null;
+  if (problem !== null) fail('ERR_SIGHTLINE_INVALID_ARGUMENT', `${name} is not a packet layout a WorldConfig builds: ${problem}`);
 }
 
 function checkRawPacket(out: unknown): void {

@@ -133,6 +133,9 @@ function sleepUntil(deadline: number, waker: Waker): Promise<void> {
 
 const LOOP_OPTIONS = ['step', 'onTick', 'overrun', 'ticks', 'signal', 'lateToleranceMs'] as const;
 
+// Worlds with a loop running: a second run() on one of them is refused.
+const running = new WeakSet<World>();
+
 /**
  * Runs `world`'s ticks at config.input.tickHz (20 Hz by default) on absolute deadlines: tick n is
  * due at epoch + n × period, so timing errors never accumulate. Each tick: `step(n, world)`, then
@@ -151,7 +154,8 @@ const LOOP_OPTIONS = ['step', 'onTick', 'overrun', 'ticks', 'signal', 'lateToler
  * @throws ERR_SIGHTLINE_INVALID_LOOP_OPTION (synchronously) for a world without `tick()`, a
  *   `step` or `onTick` that is not a function, an unknown `overrun`, a `ticks` that is not a
  *   non-negative integer, a negative or non-finite `lateToleranceMs`, or a `signal` that is not an
- *   AbortSignal; ERR_SIGHTLINE_UNKNOWN_OPTION for a key that is none of these options.
+ *   AbortSignal; ERR_SIGHTLINE_UNKNOWN_OPTION for a key that is none of these options;
+ *   ERR_SIGHTLINE_LOOP_RUNNING while another loop runs on the same world.
  */
 export function run(world: World, options: LoopOptions = {}): LoopHandle {
   if (typeof world !== 'object' || world === null || typeof (world as { tick?: unknown }).tick !== 'function') {
@@ -179,6 +183,12 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
     invalid(`lateToleranceMs must be a finite number ≥ 0, received ${describe(lateToleranceMs)}`);
   }
   if (signal !== undefined && !(signal instanceof AbortSignal)) invalid(`signal must be an AbortSignal, received ${describe(signal)}`);
+  if (running.has(world)) {
+    throw new SightlineError(
+      'ERR_SIGHTLINE_LOOP_RUNNING',
+      'a run() loop is already running on this world: stop() it (or let it end) before starting another',
+    );
+  }
   const limit = ticks ?? Infinity;
   const tolerance = lateToleranceMs;
 
@@ -243,6 +253,7 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
       }
     } finally {
       signal?.removeEventListener('abort', onAbort);
+      running.delete(world);
     }
     return {
       ticks: ran,
@@ -254,6 +265,7 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
     };
   };
 
+  running.add(world);
   const done = loop();
   let ended: Promise<void> | undefined;
   return {

@@ -2,14 +2,16 @@
 # Proves the packed tarball installs into an empty project and loads its prebuild with no compiler:
 # builds the prebuild (profile-guided: scripts/build-pgo.mjs), packs, installs with every build tool
 # made unreachable, then runs a tick, and a 150-tick world whose packets must be byte for byte those
-# of the build the tests ran on (test/helpers/digest-world.mjs).
+# of the addon the package loaded before (test/helpers/digest-world.mjs; in CI, the plain build the
+# tests ran on).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 cd "$root"
-# The build the tests ran on (build/Release), before prebuildify rebuilds it.
+# The addon loaded before prebuildify rebuilds it (build/Release, or prebuilds/ when a previous
+# prebuildify moved the build away).
 local_run=$(node test/helpers/digest-world.mjs dist/lib/index.js | tail -n 1)
 npm run --silent prebuildify >/dev/null
 tarball=$(npm pack --silent --pack-destination "$work" | tail -n 1)

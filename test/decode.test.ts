@@ -418,6 +418,28 @@ describe('arguments', () => {
     expect(decodePacket(ok, layout).updates).toEqual(decodePacket(ok, config).updates);
   });
 
+  it('a layout whose fields do not relate as a WorldConfig\'s is ERR_SIGHTLINE_INVALID_ARGUMENT', () => {
+    const bad = [
+      { regionRaw: 1, regionShift: 40, verticalRaw: 1, zBits: 64, quantShift: 99 },
+      { ...layout, regionRaw: layout.regionRaw + 1 },
+      { ...layout, regionShift: 31, regionRaw: 2 ** 31 },
+      { ...layout, verticalRaw: 2 ** layout.zBits + 1 },
+      { ...layout, verticalRaw: 0 },
+      { ...layout, quantShift: layout.regionShift + 1 },
+      { regionRaw: 2 ** 30, regionShift: 30, verticalRaw: 2 ** 30, zBits: 30, quantShift: 0 },
+    ];
+    for (const c of bad) {
+      const err = errorOf(() => decodePacket(ok, c));
+      expect(err.code).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
+      expect(err.message).toMatch(/^config is not a packet layout a WorldConfig builds: /);
+    }
+    // Every layout a WorldConfig builds passes, the largest ones included.
+    for (const input of [{}, { regionSize: 65536, verticalExtent: 65536 }, { regionSize: 64, viewRadius: 32, verticalExtent: 1 / 512 }]) {
+      const c = WorldConfig.build(input);
+      expect(() => decodePacket(encode(c, { sequence: 1, tick: 2 }, [], []), c)).not.toThrow();
+    }
+  });
+
   it('an out that is not a RawPacket is ERR_SIGHTLINE_INVALID_ARGUMENT and is left as it was', () => {
     const good = createRawPacket();
     const bad: Record<string, unknown>[] = [

@@ -199,6 +199,24 @@ describe('run', () => {
     expect(await runLoop(world, { signal: pre.signal })).toMatchObject({ ticks: 0, reason: 'aborted' });
   });
 
+  it('refuses a second loop on a world while one runs, and takes one once it has ended', async () => {
+    const world = makeWorld();
+    const first = world.run({ ticks: 3 });
+    expect(() => world.run({ ticks: 1 })).toThrowError(expect.objectContaining({ code: 'ERR_SIGHTLINE_LOOP_RUNNING' }));
+    expect(() => run(world)).toThrowError(expect.objectContaining({ code: 'ERR_SIGHTLINE_LOOP_RUNNING' }));
+    expect((await first.done).ticks).toBe(3);
+    // Ended: a new loop may start; another world is never blocked by this one's loop.
+    const second = world.run({ ticks: 1 });
+    const other = makeWorld().run({ ticks: 1 });
+    expect((await second.done).ticks).toBe(1);
+    expect((await other.done).ticks).toBe(1);
+    // A loop that ended by throwing frees the world too.
+    const failing = world.run({ step: () => { throw new Error('step failed'); } });
+    await expect(failing.done).rejects.toThrow('step failed');
+    const third = world.run({ ticks: 1 });
+    expect((await third.done).ticks).toBe(1);
+  });
+
   it('rejects bad options with ERR_SIGHTLINE_INVALID_LOOP_OPTION', () => {
     const world = makeWorld();
     const code = expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_LOOP_OPTION' });

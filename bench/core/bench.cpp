@@ -41,12 +41,16 @@ struct Options {
   double gapMs = 15;  // --mode wake: idle time before each dispatch
 };
 
-void usage() {
-  std::fprintf(stderr,
-               "usage: bench [--scenario uniform|town-square|crowd] [--mode pass|snapshot|gather|wake|pair]\n"
+void usage(const char* problem = nullptr, int code = 2) {
+  if (problem) std::fprintf(stderr, "bench-core: %s\n", problem);
+  std::fprintf(code == 0 ? stdout : stderr,
+               "usage: bench-core [--scenario uniform|town-square|crowd] [--mode pass|snapshot|gather|wake|pair]\n"
                "             [--entities N] [--viewers N] [--threads N] [--ticks N] [--warmup N]\n"
                "             [--walk-cap N|inf] [--ghost-cap N] [--dense N|inf] [--still] [--gap-ms N]\n"
-               "             [--walk jitter|wander] [--digest]\n"
+               "             [--walk jitter|wander] [--digest] [--help]\n"
+               "  Prints one JSON line; times are medians over the --ticks measured after --warmup ticks\n"
+               "  (passMs: the pass of every viewer; perViewerUs: passMs / viewers served).\n"
+               "  --scenario crowd: 60%% of --entities in one cell (herd's crowd-50k is --entities 50000)\n"
                "  --walk jitter (default): each axis moves a uniform -77..77 raw a tick (1.5 m/s at most)\n"
                "  --walk wander: a slowly turning heading at 1.5 m/s (77 raw a tick), as the herd's scenarios\n"
                "                 move; neighbourhoods change faster, so ghost tables churn more\n"
@@ -55,7 +59,7 @@ void usage() {
                "               when the pool sat idle --gap-ms before it (the thread count includes the caller)\n"
                "  --mode pair: two identical scenes on one thread each, first one alone, then both at once:\n"
                "               how much the machine's cores slow each other (slowdown = both / alone)\n");
-  std::exit(2);
+  std::exit(code);
 }
 
 double median(std::vector<double> v) {
@@ -191,17 +195,30 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
-      if (i + 1 >= argc) usage();
+      if (i + 1 >= argc) usage((a + " needs a value").c_str());
       return argv[++i];
     };
-    auto num = [&](const std::string& s) { return s == "inf" ? 1e18 : std::stod(s); };
+    // A non-negative number ("inf" for a cap: no cap), else the usage.
+    auto num = [&](const std::string& s) {
+      if (s == "inf") return 1e18;
+      char* end = nullptr;
+      double v = std::strtod(s.c_str(), &end);
+      if (s.empty() || *end != '\0' || !(v >= 0) || v > 1e18) usage((a + " takes a non-negative number, received " + s).c_str());
+      return v;
+    };
+    // A whole number up to 2^31.
+    auto count = [&](const std::string& s) {
+      double v = num(s);
+      if (v != double(uint64_t(v)) || v > 2147483648.0) usage((a + " takes a whole number up to 2^31, received " + s).c_str());
+      return uint32_t(v);
+    };
     if (a == "--scenario") o.scenario = next();
     else if (a == "--mode") o.mode = next();
-    else if (a == "--entities") o.entities = uint32_t(num(next()));
-    else if (a == "--viewers") o.viewers = uint32_t(num(next()));
-    else if (a == "--threads") o.threads = unsigned(num(next()));
-    else if (a == "--ticks") o.ticks = uint32_t(num(next()));
-    else if (a == "--warmup") o.warmup = uint32_t(num(next()));
+    else if (a == "--entities") o.entities = count(next());
+    else if (a == "--viewers") o.viewers = count(next());
+    else if (a == "--threads") o.threads = count(next());
+    else if (a == "--ticks") o.ticks = count(next());
+    else if (a == "--warmup") o.warmup = count(next());
     else if (a == "--walk-cap") o.walkCap = num(next());
     else if (a == "--ghost-cap") o.ghostCap = num(next());
     else if (a == "--dense") o.denseThreshold = num(next());
@@ -209,9 +226,15 @@ int main(int argc, char** argv) {
     else if (a == "--walk") o.walk = next();
     else if (a == "--digest") o.digest = true;
     else if (a == "--gap-ms") o.gapMs = num(next());
-    else usage();
+    else if (a == "--help" || a == "-h") usage(nullptr, 0);
+    else usage(("unknown option " + a).c_str());
   }
-  if (o.walk != "jitter" && o.walk != "wander") usage();
+  if (o.walk != "jitter" && o.walk != "wander") usage(("--walk must be jitter or wander, received " + o.walk).c_str());
+  if (o.scenario != "uniform" && o.scenario != "town-square" && o.scenario != "crowd")
+    usage(("--scenario must be uniform, town-square or crowd, received " + o.scenario).c_str());
+  if (o.mode != "pass" && o.mode != "snapshot" && o.mode != "gather" && o.mode != "wake" && o.mode != "pair")
+    usage(("--mode must be pass, snapshot, gather, wake or pair, received " + o.mode).c_str());
+  if (o.ticks == 0) usage("--ticks must be at least 1");
   if (o.mode == "wake") return wakeLatency(o);
   ConfigInput in;
   in.walkCap = o.walkCap >= 2147483647.0 ? 2147483647.0 : o.walkCap;
