@@ -7,6 +7,7 @@
     {
       "target_name": "sightline",
       "sources": [
+        "native/core/arena.cpp",
         "native/core/config.cpp",
         "native/core/entities.cpp",
         "native/core/snapshot.cpp",

@@ -1,6 +1,8 @@
 #include "ghost.h"
 
+#include <algorithm>
 #include <cstddef>
+#include <new>
 
 #include "fixed.h"
 #include "simd.h"
@@ -11,18 +13,55 @@
 
 namespace sightline {
 
-GhostTable::GhostTable(uint32_t capacity, bool trackPositions, bool trackAcks)
-    : capacity_(capacity),
-      entries_((capacity + 15) & ~15u),  // whole groups of 16 for stale()
-      positions_(trackPositions ? capacity : 0),
-      acks_(trackAcks ? capacity : 0),
-      queue_(capacity) {
+GhostTable::GhostTable(uint32_t capacity, bool trackPositions, bool trackAcks, BlockArena* arena)
+    : capacity_(capacity), arena_(arena) {
   // Load factor <= 1/2. capacity <= 32768, so the index holds at most 65536 slots of u16.
   uint32_t slots = uint32_t{1} << ceilLog2(uint64_t{capacity} * 2);
   if (slots < 8) slots = 8;
   indexMask_ = slots - 1;
   hashShift_ = 32 - ilog2(slots);
-  index_.assign(slots, kEmpty);
+  auto up = [](size_t n) { return (n + 15) & ~size_t{15}; };
+  const size_t entriesAt = 0, indexAt = up(size_t{(capacity + 15) & ~15u} * sizeof(GhostEntry));
+  const size_t queueAt = indexAt + up(size_t{slots} * sizeof(uint16_t));
+  const size_t positionsAt = queueAt + up(size_t{capacity} * sizeof(uint32_t));
+  const size_t acksAt = positionsAt + (trackPositions ? up(size_t{capacity} * sizeof(GhostPosition)) : 0);
+  blockBytes_ = (acksAt + (trackAcks ? up(size_t{capacity} * sizeof(GhostAck)) : 0) + 63) & ~size_t{63};
+  block_ = arena_ ? arena_->allocate(blockBytes_) : ::operator new(blockBytes_, std::align_val_t(64));
+  char* b = static_cast<char*>(block_);
+  entries_ = reinterpret_cast<GhostEntry*>(b + entriesAt);
+  index_ = reinterpret_cast<uint16_t*>(b + indexAt);
+  queue_ = reinterpret_cast<uint32_t*>(b + queueAt);
+  if (trackPositions) positions_ = reinterpret_cast<GhostPosition*>(b + positionsAt);
+  if (trackAcks) acks_ = reinterpret_cast<GhostAck*>(b + acksAt);
+  std::fill(entries_, entries_ + ((capacity + 15) & ~15u), GhostEntry{0, 0, 0, 0, 0});
+  std::fill(index_, index_ + slots, kEmpty);
+  std::fill(queue_, queue_ + capacity, 0u);
+  if (positions_) std::fill(positions_, positions_ + capacity, GhostPosition{0, 0, 0});
+  if (acks_) std::fill(acks_, acks_ + capacity, GhostAck{0, 0, 0, 0, 0});
+}
+
+GhostTable::GhostTable(GhostTable&& o) noexcept
+    : capacity_(o.capacity_),
+      size_(o.size_),
+      indexMask_(o.indexMask_),
+      hashShift_(o.hashShift_),
+      arena_(o.arena_),
+      block_(o.block_),
+      blockBytes_(o.blockBytes_),
+      entries_(o.entries_),
+      index_(o.index_),
+      queue_(o.queue_),
+      positions_(o.positions_),
+      acks_(o.acks_),
+      qHead_(o.qHead_),
+      qCount_(o.qCount_) {
+  o.block_ = nullptr;
+}
+
+GhostTable::~GhostTable() {
+  if (block_ == nullptr) return;
+  if (arena_) arena_->release(block_, blockBytes_);
+  else ::operator delete(block_, std::align_val_t(64));
 }
 
 namespace {
@@ -69,7 +108,7 @@ SIGHTLINE_TARGET_AVX512 uint32_t stale512(const GhostEntry* entries, uint32_t n,
 
 uint32_t GhostTable::stale(uint16_t pass, uint32_t grace, uint32_t* out) const {
 #if SIGHTLINE_AVX512
-  if (simdEnabled()) return stale512(entries_.data(), size_, pass, grace, out);
+  if (simdEnabled()) return stale512(entries_, size_, pass, grace, out);
 #endif
   uint32_t count = 0;
   for (uint32_t i = 0; i < size_; ++i) {
@@ -82,7 +121,7 @@ uint32_t GhostTable::stale(uint16_t pass, uint32_t grace, uint32_t* out) const {
 uint32_t GhostTable::insert(uint32_t id, uint32_t mark, uint16_t pass) {
   uint32_t i = size_++;
   entries_[i] = GhostEntry{id, mark, pass, kLive, 0};
-  if (!acks_.empty()) acks_[i] = GhostAck{0, 0, 0, 0, 0};  // born is set by the pass
+  if (acks_) acks_[i] = GhostAck{0, 0, 0, 0, 0};  // born is set by the pass
   uint32_t h = hash(id);
   while (index_[h] != kEmpty) h = (h + 1) & indexMask_;
   index_[h] = uint16_t(i);
@@ -110,8 +149,8 @@ void GhostTable::remove(uint32_t i) {
   uint32_t last = --size_;
   if (i != last) {
     entries_[i] = entries_[last];
-    if (!positions_.empty()) positions_[i] = positions_[last];
-    if (!acks_.empty()) acks_[i] = acks_[last];
+    if (positions_) positions_[i] = positions_[last];
+    if (acks_) acks_[i] = acks_[last];
     uint32_t hl = hash(entries_[i].id);
     while (index_[hl] != last) hl = (hl + 1) & indexMask_;
     index_[hl] = uint16_t(i);

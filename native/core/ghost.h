@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "arena.h"
 #include "entities.h"
 
 namespace sightline {
@@ -57,9 +58,15 @@ class GhostTable {
   // trackPositions: also keep the last position sent of every ghost (for tools and tests; it adds
   // a write per record to the pass).
   // trackAcks: keep a GhostAck per entry (viewers whose client acknowledges packets).
-  GhostTable(uint32_t capacity, bool trackPositions, bool trackAcks = false);
-  bool tracksPositions() const { return !positions_.empty(); }
-  bool tracksAcks() const { return !acks_.empty(); }
+  // arena: where the table's storage (one block) comes from; null: the heap.
+  GhostTable(uint32_t capacity, bool trackPositions, bool trackAcks = false, BlockArena* arena = nullptr);
+  GhostTable(GhostTable&& other) noexcept;
+  GhostTable(const GhostTable&) = delete;
+  GhostTable& operator=(const GhostTable&) = delete;
+  GhostTable& operator=(GhostTable&&) = delete;
+  ~GhostTable();
+  bool tracksPositions() const { return positions_ != nullptr; }
+  bool tracksAcks() const { return acks_ != nullptr; }
   GhostAck& ackAt(uint32_t i) { return acks_[i]; }
 
   uint32_t size() const { return size_; }
@@ -69,7 +76,7 @@ class GhostTable {
   // Asks the cache for the entries (issued a viewer ahead of its pass). The pass reads them in
   // order through a GhostLookup, not through the index.
   void prefetch() const {
-    const char* b = reinterpret_cast<const char*>(entries_.data());
+    const char* b = reinterpret_cast<const char*>(entries_);
     // Into L2 (prefetcht1): the table is read in order once its pass starts, and prefetches into
     // L1 stalled on its fill buffers (measured slower).
     for (std::size_t off = 0; off < std::size_t(size_) * sizeof(GhostEntry); off += 64) __builtin_prefetch(b + off, 0, 2);
@@ -77,7 +84,7 @@ class GhostTable {
 
   // Asks the cache for the index slot where id's probe starts: a pass that will insert or remove id
   // issues it early, since the index is cold (touched only by inserts and removals).
-  void prefetchIndex(uint32_t id) const { __builtin_prefetch(index_.data() + hash(id), 1, 3); }
+  void prefetchIndex(uint32_t id) const { __builtin_prefetch(index_ + hash(id), 1, 3); }
 
   // Index of the entry for id, or -1.
   int32_t find(uint32_t id) const {
@@ -121,11 +128,16 @@ class GhostTable {
   uint32_t size_ = 0;
   uint32_t indexMask_;
   int hashShift_;
-  std::vector<GhostEntry> entries_;
-  std::vector<GhostPosition> positions_;
-  std::vector<GhostAck> acks_;
-  std::vector<uint16_t> index_;
-  std::vector<uint32_t> queue_;
+  // One block holds every array: entries (capacity rounded up to 16, for stale()), the index,
+  // the despawn queue, then positions and acknowledgement state when kept.
+  BlockArena* arena_;
+  void* block_ = nullptr;
+  size_t blockBytes_ = 0;
+  GhostEntry* entries_ = nullptr;
+  uint16_t* index_ = nullptr;
+  uint32_t* queue_ = nullptr;
+  GhostPosition* positions_ = nullptr;
+  GhostAck* acks_ = nullptr;
   uint32_t qHead_ = 0, qCount_ = 0;
 };
 

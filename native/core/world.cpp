@@ -43,7 +43,8 @@ void World::addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked)
                     "sendPeriod must be between 1 and 65535 ticks, received " + std::to_string(opts.sendPeriod));
   uint32_t phase = phaseCounter_++ % opts.sendPeriod;
   viewers_.push_back(std::make_unique<Viewer>(avatarId, payload, opts.sendPeriod, phase, config_.ghostTableCapacity,
-                                               recordGhostPositions_, opts.acks, config_.eventReserveBytes));
+                                               recordGhostPositions_, opts.acks, config_.eventReserveBytes,
+                                               &ghostArena_));
   viewerIndex_[avatarId] = viewers_.size() - 1;
 }
 

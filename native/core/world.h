@@ -9,10 +9,12 @@
 // positions and spawns/despawns are free to change (the pass reads the snapshot only).
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <unordered_map>
 #include <vector>
 
+#include "arena.h"
 #include "codec.h"
 #include "config.h"
 #include "entities.h"
@@ -75,12 +77,12 @@ struct AckLog {
 
 struct Viewer {
   Viewer(uint32_t avatar, uint32_t payload, uint32_t period, uint32_t phase, uint32_t ghostCapacity,
-         bool trackPositions, bool acks, uint32_t eventReserveBytes)
+         bool trackPositions, bool acks, uint32_t eventReserveBytes, BlockArena* ghostArena)
       : avatarId(avatar),
         payloadBytes(payload),
         sendPeriod(period),
         phase(phase),
-        ghosts(ghostCapacity, trackPositions, acks) {
+        ghosts(ghostCapacity, trackPositions, acks, ghostArena) {
     if (acks) ackLog = std::make_unique<AckLog>(payload / kRecordBytes, payload / kDespawnRecordBytes);
     if (acks && eventReserveBytes > kEventSectionBytes + kEventHeaderBytes)
       events = std::make_unique<EventQueue>(eventReserveBytes - kEventSectionBytes - kEventHeaderBytes);
@@ -112,8 +114,16 @@ struct Viewer {
 
 // One of the two output buffers.
 struct OutputBlock {
-  explicit OutputBlock(size_t n) : data(new uint8_t[n]()), size(n) {}
-  std::unique_ptr<uint8_t[]> data;
+  // Zeroed; on huge pages where the system allows (allocateLarge).
+  explicit OutputBlock(size_t n)
+      : data(static_cast<uint8_t*>(allocateLarge((n + 63) & ~size_t{63})), Release{(n + 63) & ~size_t{63}}), size(n) {
+    std::memset(data.get(), 0, n);
+  }
+  struct Release {
+    size_t bytes;
+    void operator()(uint8_t* p) const noexcept { releaseLarge(p, bytes); }
+  };
+  std::unique_ptr<uint8_t[], Release> data;
   size_t size;
 };
 
@@ -222,6 +232,7 @@ class World {
   EntityStore store_;
   Snapshot snapshot_;
   PositionPacker packer_;
+  BlockArena ghostArena_;  // the viewers' ghost tables (declared before them: it outlives them)
   std::vector<std::unique_ptr<Viewer>> viewers_;
   std::unordered_map<uint32_t, size_t> viewerIndex_;
   bool recordGhostPositions_;
