@@ -613,7 +613,7 @@ function markdown(r) {
           'Addon build',
           m.profileGuided
             ? 'profile-guided (`npm run build:pgo`; the published prebuilds are built this way)'
-            : 'plain -O3 (`npm run build:native`); `npm run build:pgo` builds what the prebuilds ship, about 5-8% faster',
+            : 'plain -O3 (`npm run build:native`); `npm run build:pgo` builds what the prebuilds ship, about 8-10% faster',
         ],
         ['OS', m.os],
         ['Node', `${m.node} (V8 ${m.v8})`],
