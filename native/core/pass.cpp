@@ -35,7 +35,6 @@ __attribute__((noinline)) uint64_t driftOfOther(GhostTable& gt, int32_t e, uint3
 
 }  // namespace
 
-
 void World::serve(Viewer& v, Scratch& s) {
   const Config& c = config_;
   const Snapshot& snap = snapshot_;
@@ -131,12 +130,12 @@ void World::serve(Viewer& v, Scratch& s) {
   auto score = [&](uint32_t i, uint32_t w) {
     const uint64_t idOdo = candIdOdo[i];
     const uint32_t id = candIdOf(idOdo);
-    GhostEntry* ge = entries + (w - 1);  // meaningful only when w != 0
     uint32_t drift, fresh = 0;
     int32_t e = int32_t(w) - 1;
-    if (w != 0 && ge->id == id && (ge->state | ge->flags) == 0) [[likely]] {
-      drift = candOdoOf(idOdo) - ge->mark;  // read before the stamp is stored (a load behind a store to its word may wait)
-      ge->lastSeen = pass;
+    if (w != 0 && entries[w - 1].id == id && (entries[w - 1].state | entries[w - 1].flags) == 0) [[likely]] {
+      GhostEntry& ge = entries[w - 1];
+      drift = candOdoOf(idOdo) - ge.mark;  // read before the stamp is stored (a load behind a store to its word may wait)
+      ge.lastSeen = pass;
     } else {
       e = lookup.resolve(w, id);
       const uint64_t r = driftOfOther(gt, e, candOdoOf(idOdo), pass, c.newDrift);
