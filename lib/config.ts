@@ -393,8 +393,10 @@ export class WorldConfig {
    *   `OUT_OF_RANGE`, `REGION_NOT_POWER_OF_TWO`, `RADIUS_EXCEEDS_REGION`, `CELL_NOT_POWER_OF_TWO`,
    *   `CELL_RADIUS_TOO_LARGE`, `SPEED_EXCEEDS_CELL_PER_TICK`, `PAYLOAD_TOO_SMALL`,
    *   `BAND_WEIGHT_ZERO` (all prefixed `ERR_SIGHTLINE_CONFIG_`).
+   * A WorldConfig given as input is returned as it is (configurations are immutable).
    */
-  static build(input?: WorldConfigInput): WorldConfig {
+  static build(input?: WorldConfigInput | WorldConfig): WorldConfig {
+    if (input instanceof WorldConfig) return input;
     return new WorldConfig(derive(input));
   }
 }

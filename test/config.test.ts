@@ -129,6 +129,12 @@ describe('WorldConfig.build defaults', () => {
   it('passes the filled input back unchanged', () => {
     expect(WorldConfig.build(c.input)).toEqual(c);
   });
+
+  it('returns a built WorldConfig given as input as it is', () => {
+    expect(WorldConfig.build(c)).toBe(c);
+    const custom = WorldConfig.build({ regionSize: 1024, viewRadius: 100 });
+    expect(WorldConfig.build(custom)).toBe(custom);
+  });
 });
 
 describe('defaultBandWeights', () => {
