@@ -84,8 +84,12 @@ export interface WorldConfigInput {
   subGridDivisions?: number;
   /** Drift given to a candidate the client does not hold, m. Default: viewRadius. `-1` also means the default. */
   newDrift?: number;
-  /** Weight per distance band: 64 integers in [1, 2^32 - 1]. Default: 1/d ({@link defaultBandWeights}). An empty array or `null` also means the default. */
-  bandWeights?: readonly number[] | null;
+  /**
+   * Weight per distance band: 64 integers in [1, 2^32 - 1], as an array or a typed array (e.g. a
+   * `Uint32Array`). Default: 1/d ({@link defaultBandWeights}). An empty array or `null` also means
+   * the default.
+   */
+  bandWeights?: readonly number[] | ArrayLike<number> | null;
 }
 
 /**
@@ -442,17 +446,20 @@ function readInput(input: unknown): Record<ConfigField, unknown> {
   if (w === undefined || w === null) {
     out.bandWeights = undefined;
   } else {
-    if (!Array.isArray(w))
+    // An array, or a typed array of numbers (a BigInt64Array's entries are not numbers).
+    const typed = ArrayBuffer.isView(w) && !(w instanceof DataView);
+    if (!Array.isArray(w) && !typed)
       fail(
         'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',
-        `bandWeights must be an array of ${BAND_COUNT} integers, received ${describe(w)}`,
+        `bandWeights must be an array or typed array of ${BAND_COUNT} integers, received ${describe(w)}`,
       );
-    for (let i = 0; i < w.length; i++) {
-      const e: unknown = w[i];
+    const list: unknown[] = Array.from(w as ArrayLike<unknown>);
+    for (let i = 0; i < list.length; i++) {
+      const e: unknown = list[i];
       if (typeof e !== 'number')
         fail('ERR_SIGHTLINE_CONFIG_NOT_FINITE', `bandWeights[${i}] must be a finite number, received ${describe(e)}`);
     }
-    out.bandWeights = w;
+    out.bandWeights = list as number[];
   }
   return out;
 }

@@ -621,7 +621,7 @@ export class World {
    * throws then too (a viewer added during that tick is checked when the tick ends: an event it
    * cannot take is counted in {@link eventsDropped}). Applying queued events never makes the
    * tick's promise reject. Returns the number of viewers the event was queued for (0 while deferred).
-   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (bytes not a Uint8Array; a target that is not exactly one
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (bytes not a Uint8Array, or empty; a target that is not exactly one
    *   of the three forms, a viewer or holders that is not an integer entity id from 0 to 2^32 - 1,
    *   a near.x / near.y that is not finite, a radius that is not finite and ≥ 0),
    *   ERR_SIGHTLINE_EVENT_TOO_LARGE, ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_EVENTS_DISABLED,
@@ -632,6 +632,9 @@ export class World {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `an event must be a Uint8Array, received ${describe(bytes)}`);
     }
     const max = this.config.eventReserveBytes - 5;
+    if (bytes.length === 0 && max >= 1) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `an event must hold 1 to ${max} bytes, received an empty Uint8Array`);
+    }
     if (bytes.length < 1 || bytes.length > max) {
       throw new SightlineError(
         'ERR_SIGHTLINE_EVENT_TOO_LARGE',

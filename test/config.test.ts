@@ -257,6 +257,18 @@ describe('WorldConfig.build overrides', () => {
     w[0] = 1000;
     expect(c.bandWeights[0]).toBe(64);
   });
+
+  it('takes band weights as a typed array, copied into a plain array', () => {
+    const w = Uint32Array.from({ length: 64 }, (_, b) => 64 - b);
+    const c = WorldConfig.build({ bandWeights: w });
+    expect(Array.isArray(c.bandWeights)).toBe(true);
+    expect(c.bandWeights).toEqual(Array.from(w));
+    expect(Array.isArray(c.input.bandWeights)).toBe(true);
+    expect(c).toEqual(WorldConfig.build({ bandWeights: Array.from(w) }));
+    w[0] = 1000;
+    expect(c.bandWeights[0]).toBe(64);
+    expect(WorldConfig.build({ bandWeights: new Float64Array(0) })).toEqual(WorldConfig.build());
+  });
 });
 
 describe('WorldConfig.build rejections', () => {
@@ -274,7 +286,9 @@ describe('WorldConfig.build rejections', () => {
     ['boolean drift', { newDrift: true }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE', ['newDrift', 'true']],
     ['-Infinity walk', { walkCap: -Infinity }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE', ['walkCap', '-Infinity']],
     ['bandWeights string', { bandWeights: 'abc' }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['bandWeights', '"abc"']],
-    ['bandWeights typed array', { bandWeights: new Uint32Array(64).fill(1) }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['bandWeights', 'Uint32Array']],
+    ['bandWeights DataView', { bandWeights: new DataView(new ArrayBuffer(256)) as never }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['bandWeights', 'DataView']],
+    ['bandWeights BigUint64Array', { bandWeights: new BigUint64Array(64).fill(1n) as never }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE', ['bandWeights[0]', '1n']],
+    ['63 typed band weights', { bandWeights: new Uint32Array(63).fill(1) }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['bandWeights', '64', '63']],
     ['band weight NaN', { bandWeights: ones(64, NaN) }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE', ['bandWeights[63]', 'NaN']],
     ['band weight string', { bandWeights: ones(64, '1') }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE', ['bandWeights[63]', '"1"']],
     ['zero region', { regionSize: 0 }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', ['regionSize', '0']],

@@ -122,7 +122,9 @@ describe('reliable events', () => {
     const v = w.spawn({ x: 1, y: 1, z: 0 });
     w.addViewer(v, { acks: true });
     expect(() => w.emit(new Uint8Array(16), { viewer: v })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_EVENT_TOO_LARGE' }));
-    expect(() => w.emit(new Uint8Array(0), { viewer: v })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_EVENT_TOO_LARGE' }));
+    expect(() => w.emit(new Uint8Array(0), { viewer: v })).toThrow(
+      expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT', message: expect.stringContaining('empty') }),
+    );
     expect(() => w.emit('hi' as never, { viewer: v })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     expect(() => w.emit(text('hi'), { nobody: 1 } as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     expect(() => w.emit(text('hi'), { viewer: 12345 })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_VIEWER' }));

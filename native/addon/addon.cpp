@@ -169,10 +169,12 @@ ConfigInput configFromObject(Napi::Env env, const Napi::Value& value) {
   num("newDrift", in.newDrift);
   Napi::Value w = own("bandWeights") ? o.Get("bandWeights") : env.Undefined();
   if (!w.IsUndefined() && !w.IsNull()) {
-    if (!w.IsArray())
-      throw codedError(env, "ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE", "bandWeights must be an array of 64 integers");
-    Napi::Array a = w.As<Napi::Array>();
-    for (uint32_t i = 0; i < a.Length(); ++i) {
+    // An array or a typed array (a BigInt64Array's entries are not numbers: refused below).
+    if (!w.IsArray() && !w.IsTypedArray())
+      throw codedError(env, "ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE", "bandWeights must be an array or typed array of 64 integers");
+    Napi::Object a = w.As<Napi::Object>();
+    const size_t length = w.IsArray() ? w.As<Napi::Array>().Length() : w.As<Napi::TypedArray>().ElementLength();
+    for (uint32_t i = 0; i < length; ++i) {
       Napi::Value e = a.Get(i);
       if (!e.IsNumber())
         throw codedError(env, "ERR_SIGHTLINE_CONFIG_NOT_FINITE", "bandWeights[" + std::to_string(i) + "] must be a number");
