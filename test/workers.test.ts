@@ -22,6 +22,29 @@ for (const id of ids) w.addViewer(id, 1200, 1, false);
 })();
 `;
 
+// A worker that ticks and, while each pass runs, calls into the world in a loop: terminated at
+// any moment, it may be inside a call, inside tick() or between them.
+const busy = `
+const { parentPort, workerData } = require('node:worker_threads');
+const native = require(require.resolve('node-gyp-build', { paths: [workerData.root] }))(workerData.root);
+const w = new native.NativeWorld({}, 8192, workerData.threads, true, false);
+const ids = [];
+for (let i = 0; i < 8000; i++) ids.push(w.spawn(2048 * 1024 + (i % 90) * 1024, 2048 * 1024 + Math.floor(i / 90) * 1024, 0));
+for (let i = 0; i < 4000; i++) w.addViewer(ids[i], 1200, 1, false);
+parentPort.postMessage('go');
+if (workerData.sync) {
+  for (;;) for (const id of ids) w.slotOf(id);  // never yields: terminated inside or between calls
+} else {
+  (async () => {
+    for (;;) {
+      const p = w.tick();
+      for (let k = 0; k < 20; k++) for (const id of ids) w.slotOf(id);
+      await p;
+    }
+  })();
+}
+`;
+
 function start(ticks: number, terminateMidPass: boolean): Worker {
   return new Worker(source, { eval: true, workerData: { root, ticks, terminateMidPass } });
 }
@@ -53,4 +76,20 @@ describe('worker_threads', () => {
     expect(r.records).toBeGreaterThan(0);
     await again.terminate();
   });
+
+  it('terminating a worker inside a call or a tick() leaves the process intact, and it exits', async () => {
+    for (let i = 0; i < 8; i++) {
+      const w = new Worker(busy, { eval: true, workerData: { root, threads: i % 3, sync: i % 2 === 0 } });
+      await new Promise((resolve, reject) => {
+        w.once('message', resolve);
+        w.once('error', reject);
+      });
+      await new Promise((resolve) => setTimeout(resolve, 3 + 7 * i));
+      await w.terminate();  // would hang if a tick that never started were counted in flight
+    }
+    const again = start(2, false);
+    const r = await new Promise<{ records: number }>((resolve) => again.once('message', resolve));
+    expect(r.records).toBeGreaterThan(0);
+    await again.terminate();
+  }, 60_000);
 });

@@ -724,11 +724,20 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
       throw codedError(env, "ERR_SIGHTLINE_TICK_IN_PROGRESS",
                        "tick() was called while the previous tick's pass is still running; await it first");
     guarded(env, [&] { world_->prepareTick(); return 0; });
-    running_ = true;
-    data_->begin();
+    // Creating and queueing the work can throw (a worker thread being terminated): the tick then
+    // never started, and neither the running flag nor the in-flight count may stay taken.
     auto* worker = new PassWorker(env, this, Value(), *world_, pool_, data_);
     Napi::Promise p = worker->promise();
-    worker->Queue();
+    running_ = true;
+    data_->begin();
+    try {
+      worker->Queue();
+    } catch (...) {
+      running_ = false;
+      data_->end();
+      delete worker;
+      throw;
+    }
     return p;
   }
 
