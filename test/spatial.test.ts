@@ -236,6 +236,33 @@ describe('gather', () => {
     expect(total / 200).toBeLessThan(1000);
   });
 
+  it('in a town-square crowd the capped walk finds each viewer\'s nearest neighbours', () => {
+    // 8,192 in one cell: 128 per 16 m sub-cell, so the cap of 256 stops the walk two or three
+    // sub-cells in. The sub-cells around the viewer's own are taken by their distance from the
+    // viewer, not from its sub-cell's center: a viewer near a corner meets that corner's first.
+    const r = rng(17);
+    const c = WorldConfig.build();
+    const w = new World(c, { capacity: 8192 });
+    const base = 16 * 128;
+    for (let i = 0; i < 8192; i++) w.spawn({ x: base + r() * 128, y: base + r() * 128, z: 0 });
+    w.rebuildSnapshot();
+    const viewers = 300;
+    let missed1 = 0;
+    let missed10 = 0;
+    for (let v = 0; v < viewers; v++) {
+      const at = { x: base + r() * 128, y: base + r() * 128 };
+      const all = w.gather(at, { walkCap: Infinity });
+      const got = new Set(w.gather(at, { walkCap: 256 }).ids);
+      const nearest = [...all.ids.keys()].sort((a, b) => all.distancesSq[a] - all.distancesSq[b]).map((k) => all.ids[k]);
+      missed1 += got.has(nearest[0]) ? 0 : 1;
+      for (let k = 0; k < 10; k++) missed10 += got.has(nearest[k]) ? 0 : 1;
+    }
+    // Here 0 and 0.8% are missed; visited by distance from the viewer's sub-cell center instead,
+    // 2.0% (6 viewers) and 5.9%.
+    expect(missed1).toBe(0);
+    expect(missed10 / (10 * viewers)).toBeLessThan(0.01);
+  });
+
   it('sub-cells are visited nearest first: the first candidates are near the viewer', () => {
     const r = rng(9);
     const c = WorldConfig.build();

@@ -77,6 +77,27 @@ uint32_t scanRange512(const Snapshot& snap, uint32_t b, uint32_t e, int64_t vx, 
 #pragma GCC diagnostic pop
 #endif
 
+// The first `lead` (at most 9) entries of a sub-cell order, reordered by the squared distance from
+// the viewer (vx, vy) to each sub-cell's rectangle (raw units; 0 inside it), ties kept in the
+// order's sequence, into out.
+inline void nearestSubCellsFirst(const uint8_t* order, uint32_t lead, uint32_t S, uint32_t subShift, int64_t ox,
+                                 int64_t oy, int64_t vx, int64_t vy, uint8_t* out) {
+  uint64_t key[9];
+  const int64_t last = (int64_t{1} << subShift) - 1;  // a sub-cell's far edge, from its near one
+  for (uint32_t k = 0; k < lead; ++k) {
+    const uint32_t sc = order[k];
+    const int64_t x0 = ox + (int64_t(sc % S) << subShift), y0 = oy + (int64_t(sc / S) << subShift);
+    const int64_t dx = vx < x0 ? x0 - vx : vx > x0 + last ? vx - (x0 + last) : 0;
+    const int64_t dy = vy < y0 ? y0 - vy : vy > y0 + last ? vy - (y0 + last) : 0;
+    // distance^2 < 2^56 (a viewer whose box holds cells is within a few cells of the 2^26-raw
+    // region), then the position (< 16).
+    const uint64_t kk = (uint64_t(dx * dx + dy * dy) << 4) | k;
+    uint32_t at = k;
+    for (; at > 0 && key[at - 1] > kk; --at) key[at] = key[at - 1], out[at] = out[at - 1];
+    key[at] = kk, out[at] = uint8_t(sc);
+  }
+}
+
 }  // namespace
 
 GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t r2, uint32_t walkCap, uint32_t exclude,
@@ -141,15 +162,20 @@ GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t r2, u
       scan(b, e);
       continue;
     }
-    // Dense cell: visit sub-cells nearest first from the viewer's (clamped) sub-cell.
+    // Dense cell: visit sub-cells nearest first from the viewer's (clamped) sub-cell. The 3 x 3
+    // sub-cells around it lead that order; they are taken by their distance from the viewer itself,
+    // so a viewer near a corner of its sub-cell meets the sub-cells at that corner first.
     const uint32_t* ss = snap.subStart.data() + size_t(di) * (SS + 1);
     int64_t ox = cx << c.cellShift, oy = cy << c.cellShift;
     int64_t qx = std::clamp<int64_t>((vx - ox) >> c.subShift, 0, S - 1);
     int64_t qy = std::clamp<int64_t>((vy - oy) >> c.subShift, 0, S - 1);
     const uint8_t* order = g.subOrder.data() + size_t(qy * S + qx) * SS;
+    const uint32_t lead = g.subLead[size_t(qy * S + qx)];
+    uint8_t first[9];
+    nearestSubCellsFirst(order, lead, S, c.subShift, ox, oy, vx, vy, first);
     for (uint32_t j = 0; j < SS; ++j) {
       if (n >= walkCap) break;
-      uint32_t sc = order[j];
+      uint32_t sc = j < lead ? first[j] : order[j];
       scan(ss[sc], ss[sc + 1]);
     }
   }

@@ -36,6 +36,7 @@ Grid::Grid(const Config& c) : S(c.subGridDivisions) {
 
   uint32_t n = S * S;
   subOrder.resize(size_t{n} * n);
+  subLead.resize(n);
   std::vector<uint32_t> order(n);
   for (uint32_t sy = 0; sy < S; ++sy)
     for (uint32_t sx = 0; sx < S; ++sx) {
@@ -46,6 +47,8 @@ Grid::Grid(const Config& c) : S(c.subGridDivisions) {
       };
       std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return d(a) < d(b); });
       for (uint32_t k = 0; k < n; ++k) subOrder[size_t{sy * S + sx} * n + k] = uint8_t(order[k]);
+      // The 3 x 3 block: center distance^2 <= 2, every other sub-cell >= 4.
+      subLead[sy * S + sx] = uint8_t(std::count_if(order.begin(), order.end(), [&](uint32_t k) { return d(k) <= 2; }));
     }
 }
 

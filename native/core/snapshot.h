@@ -31,8 +31,12 @@ struct Grid {
   // visits the diagonal neighbour right after the cells beside it.
   uint32_t ringSize;
   std::vector<int8_t> ringDx, ringDy;  // S*S blocks of ringSize
-  // subOrder[(sy * S + sx) * S*S + k] = k-th nearest sub-cell index from sub-cell (sx, sy).
+  // subOrder[(sy * S + sx) * S*S + k] = k-th nearest sub-cell index from sub-cell (sx, sy), by the
+  // distance between centers (ties: lower index first).
   std::vector<uint8_t> subOrder;
+  // subLead[sy * S + sx]: how many entries lead that order as the 3 x 3 block around (sx, sy) (4,
+  // 6 or 9: fewer at the cell's edges). The gather takes those by their distance from the viewer.
+  std::vector<uint8_t> subLead;
   uint32_t S;
 };
 
