@@ -90,7 +90,8 @@ export interface NativeWorld {
   addViewer(id: number, payloadBytes: number, sendPeriod: number, acks: boolean): void;
   acknowledge(id: number, ack: number, ackBits: number): void;
   ackStats(id: number): { acked: number; lost: number; assumed: number; probablyLost: number; expired: number } | null;
-  emit(viewer: number, bytes: Uint8Array): void;
+  /** countDrop (default true): count a full queue in the viewer's dropped events. */
+  emit(viewer: number, bytes: Uint8Array, countDrop?: boolean): void;
   holders(entity: number): Uint32Array;
   viewerIds(): Uint32Array;
   eventStats(viewer: number): { queued: number; dropped: number; pending: number } | null;

@@ -691,7 +691,7 @@ export class World {
   #emitNow(bytes: Uint8Array, target: EventTarget, strict: boolean): number {
     if ('viewer' in target) {
       try {
-        this.#native.emit(target.viewer, bytes);
+        this.#native.emit(target.viewer, bytes, !strict);  // a refusal thrown to the caller is not a drop
         return 1;
       } catch (e) {
         if (strict) rethrow(e);

@@ -65,14 +65,19 @@ describe('reliable events', () => {
     }, 30_000);
   }
 
-  it('a full queue is a coded error, counted, and loses nothing already queued', async () => {
+  it('a full queue is a coded error that changes nothing for one viewer, a counted drop for a group', async () => {
     const c = WorldConfig.build({ eventReserveBytes: 64 });
     const w = new World(c, { capacity: 8, threads: 1 });
     const v = w.spawn({ x: 1, y: 1, z: 0 });
     w.addViewer(v, { acks: true });
     for (let i = 0; i < 64; i++) w.emit(text(`e${i}`), { viewer: v });
     expect(() => w.emit(text('one too many'), { viewer: v })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_EVENT_QUEUE_FULL' }));
+    expect(w.eventStats(v)).toEqual({ queued: 64, dropped: 0, pending: 64 });
+    expect(w.eventsDropped).toBe(0);
+    // A group target skips the full viewer and counts the drop, per viewer and in the world.
+    expect(w.emit(text('near'), { near: { x: 1, y: 1 }, radius: 5 })).toBe(0);
     expect(w.eventStats(v)).toEqual({ queued: 64, dropped: 1, pending: 64 });
+    expect(w.eventsDropped).toBe(1);
     const client = new EventClient(c);
     for (let t = 0; t < 40; t++) {
       client.apply((await w.tick()).packets[0].bytes);

@@ -653,7 +653,13 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
         info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
       throw codedError(env, "ERR_SIGHTLINE_INVALID_ARGUMENT", "an event must be a Uint8Array");
     Napi::Uint8Array bytes = info[1].As<Napi::Uint8Array>();
-    guarded(env, [&] { world_->emit(id, bytes.Data(), uint32_t(std::min<size_t>(bytes.ByteLength(), UINT32_MAX))); return 0; });
+    // countDrop (default true): a full queue counts in the viewer's dropped events; false when the
+    // refusal is thrown to the caller instead (a rejected call changes nothing).
+    const bool countDrop = info.Length() < 3 || !info[2].IsBoolean() || info[2].As<Napi::Boolean>().Value();
+    guarded(env, [&] {
+      world_->emit(id, bytes.Data(), uint32_t(std::min<size_t>(bytes.ByteLength(), UINT32_MAX)), countDrop);
+      return 0;
+    });
     return env.Undefined();
   }
   // holders(entity): viewers whose ghost table holds the entity (their client has it).

@@ -155,7 +155,7 @@ void World::acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits) {
   }
 }
 
-void World::emit(uint32_t avatarId, const uint8_t* data, uint32_t length) {
+void World::emit(uint32_t avatarId, const uint8_t* data, uint32_t length, bool countDrop) {
   auto it = viewerIndex_.find(avatarId);
   if (it == viewerIndex_.end())
     throw CoreError("ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(avatarId) + " is not a viewer");
@@ -171,10 +171,10 @@ void World::emit(uint32_t avatarId, const uint8_t* data, uint32_t length) {
                                                          " bytes (eventReserveBytes - 5), received " +
                                                          std::to_string(length));
   if (v.events->full()) {
-    ++v.events->dropped;
+    if (countDrop) ++v.events->dropped;
     throw CoreError("ERR_SIGHTLINE_EVENT_QUEUE_FULL",
                     "viewer " + std::to_string(avatarId) + " already has " + std::to_string(kMaxQueuedEvents) +
-                        " unacknowledged events queued; the event was dropped");
+                        " unacknowledged events queued; the event was not queued");
   }
   v.events->push(data, length);
   ++v.events->queued;

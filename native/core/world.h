@@ -168,8 +168,9 @@ class World {
   void checkAckDuringPass(uint32_t avatarId, uint16_t ack) const;
   // Queues an event for one viewer (added with acks; the config has an event reserve). Not during
   // a pass. Throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_EVENTS_DISABLED,
-  // ERR_SIGHTLINE_EVENT_TOO_LARGE, ERR_SIGHTLINE_EVENT_QUEUE_FULL (counted as dropped).
-  void emit(uint32_t avatarId, const uint8_t* data, uint32_t length);
+  // ERR_SIGHTLINE_EVENT_TOO_LARGE, ERR_SIGHTLINE_EVENT_QUEUE_FULL (counted in the viewer's dropped
+  // events when countDrop: a drop the caller does not report to its own caller).
+  void emit(uint32_t avatarId, const uint8_t* data, uint32_t length, bool countDrop = true);
   // Whether viewer i could take an event now (events enabled and room in its queue).
   Viewer& viewerAtMutable(size_t i) { return *viewers_[i]; }
   size_t viewerCount() const { return viewers_.size(); }
