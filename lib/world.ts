@@ -128,13 +128,19 @@ export interface GhostTableView {
   readonly state: Uint8Array;
   /** Sequence number the next packet to this viewer will carry. */
   readonly sequence: number;
+  /** Passes this viewer has been served (its send period counts only the ticks it is due). */
+  readonly passes: number;
 }
 
-/** Who receives an event; see {@link World.emit}. Positions in meters. */
+/**
+ * Who receives an event; see {@link World.emit}. Positions in meters. Exactly one of the three
+ * forms: a target naming two is refused at run time, and the `never` fields make TypeScript refuse
+ * it too.
+ */
 export type EventTarget =
-  | { viewer: EntityId }
-  | { holders: EntityId }
-  | { near: { x: number; y: number }; radius: number };
+  | { viewer: EntityId; holders?: never; near?: never; radius?: never }
+  | { holders: EntityId; viewer?: never; near?: never; radius?: never }
+  | { near: { x: number; y: number }; radius: number; viewer?: never; holders?: never };
 
 const MAX_ID = 0xffffffff;
 
