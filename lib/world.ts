@@ -142,6 +142,9 @@ export type EventTarget =
   | { holders: EntityId; viewer?: never; near?: never; radius?: never }
   | { near: { x: number; y: number }; radius: number; viewer?: never; holders?: never };
 
+// A target checkTarget accepted: one form, its other fields absent.
+type CheckedTarget = { viewer: EntityId } | { holders: EntityId } | { near: { x: number; y: number }; radius: number };
+
 const MAX_ID = 0xffffffff;
 
 function isId(v: unknown): v is number {
@@ -156,7 +159,7 @@ const TARGET_FORMS = '{ viewer }, { holders } or { near: { x, y }, radius } (met
 
 // Validates a target completely and returns a copy, so a deferred event does not see later changes
 // to the caller's object.
-function checkTarget(target: unknown): EventTarget {
+function checkTarget(target: unknown): CheckedTarget {
   if (typeof target !== 'object' || target === null) {
     invalidTarget(`an event target must be ${TARGET_FORMS}, received ${describe(target)}`);
   }
@@ -372,7 +375,7 @@ export class World {
   readonly #native: NativeWorld;
   #epoch = 0;
   #ticking = false;
-  #deferredEvents: { bytes: Uint8Array; target: EventTarget }[] = [];
+  #deferredEvents: { bytes: Uint8Array; target: CheckedTarget }[] = [];
   readonly #addedDuringTick = new Set<EntityId>();
   #eventsDropped = 0;
 
@@ -694,7 +697,7 @@ export class World {
     }
   }
 
-  #emitNow(bytes: Uint8Array, target: EventTarget, strict: boolean): number {
+  #emitNow(bytes: Uint8Array, target: CheckedTarget, strict: boolean): number {
     if ('viewer' in target) {
       try {
         this.#native.emit(target.viewer, bytes, !strict);  // a refusal thrown to the caller is not a drop
