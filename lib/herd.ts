@@ -1,6 +1,6 @@
 // Seeded, repeatable load games: spawn a herd of entities and viewers into a World and move them
 // every tick by writing world.positions. The same seed gives the same positions on every run.
-import { SightlineError, describe } from './errors.js';
+import { SightlineError, describe, readOptions } from './errors.js';
 import { RAW_PER_METER } from './fixed.js';
 import { mulberry32 } from './random.js';
 import type { ViewerOptions, World } from './world.js';
@@ -202,6 +202,8 @@ function wanderAll(m: Mover): void {
   }
 }
 
+const HERD_OPTIONS = ['scenario', 'entities', 'viewers', 'seed', 'viewerOptions'] as const;
+
 /**
  * Spawns a herd into `world` and makes some of its entities viewers. Positions are raw fixed point
  * (1 m = 1024 raw); z is 0. Call `herd.step()` once per tick (or hand it to a loop as `step`).
@@ -209,10 +211,12 @@ function wanderAll(m: Mover): void {
  * @throws ERR_SIGHTLINE_INVALID_HERD_OPTION for an unknown scenario, `entities` not an integer
  *   ≥ 1, `viewers` not an integer from 0 to `entities`, a non-integer `seed`, a world with fewer
  *   than `entities` free slots, or a region smaller than one cell around its center.
+ * @throws ERR_SIGHTLINE_UNKNOWN_OPTION for an option not listed in {@link HerdOptions}.
  * @throws the World's errors for `viewerOptions` it refuses (ERR_SIGHTLINE_INVALID_VIEWER_OPTION);
- *   the entities spawned before that stay in the world.
+ *   the herd is then undone (its viewers removed, its entities despawned).
  */
-export function createHerd(world: World, options: HerdOptions = {}): Herd {
+export function createHerd(world: World, herdOptions: HerdOptions = {}): Herd {
+  const options = readOptions('createHerd', herdOptions, HERD_OPTIONS) as HerdOptions;
   const scenario = options.scenario ?? 'town-square';
   if (!HERD_SCENARIOS.includes(scenario)) invalid(`scenario must be one of ${HERD_SCENARIOS.join(', ')}, received ${describe(scenario)}`);
   const entitiesIn = options.entities;
@@ -365,16 +369,24 @@ export function createHerd(world: World, options: HerdOptions = {}): Herd {
   // Spawn at the rounded positions (raw / 1024 m converts back to the same raw value exactly).
   const ids = new Uint32Array(count);
   const slots = new Uint32Array(count);
-  for (let i = 0; i < count; i++) {
-    const id = world.spawn({ x: Math.round(px[i]) / RAW_PER_METER, y: Math.round(py[i]) / RAW_PER_METER, z: 0 });
-    ids[i] = id;
-    slots[i] = world.slotOf(id);
-  }
-
   // Viewers: the first `viewerCount` entities. They are randomly placed, except in crowd-50k where
-  // the first 60% are the crowd, so viewers are chosen among the crowd first.
+  // the first 60% are the crowd, so viewers are chosen among the crowd first. A refused viewer
+  // option undoes the herd: its viewers are removed and its entities despawned.
+  let spawned = 0;
+  let added = 0;
+  try {
+    for (; spawned < count; spawned++) {
+      const id = world.spawn({ x: Math.round(px[spawned]) / RAW_PER_METER, y: Math.round(py[spawned]) / RAW_PER_METER, z: 0 });
+      ids[spawned] = id;
+      slots[spawned] = world.slotOf(id);
+    }
+    for (; added < viewerCount; added++) world.addViewer(ids[added], options.viewerOptions);
+  } catch (e) {
+    for (let i = 0; i < added; i++) world.removeViewer(ids[i]);
+    for (let i = 0; i < spawned; i++) world.despawn(ids[i]);
+    throw e;
+  }
   const viewers = ids.slice(0, viewerCount);
-  for (let i = 0; i < viewerCount; i++) world.addViewer(viewers[i], options.viewerOptions);
 
   const mover: Mover = {
     count,

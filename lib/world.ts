@@ -2,7 +2,7 @@
 // async tick that runs the replication pass off the JavaScript thread.
 import { native, type NativeTickResult, type NativeTickStats, type NativeWorld } from './binding.js';
 import { WorldConfig } from './config.js';
-import { SightlineError, describe } from './errors.js';
+import { SightlineError, describe, readOptions } from './errors.js';
 import { toMeters, toRaw } from './fixed.js';
 import { run as runClock, type LoopHandle, type LoopOptions } from './loop.js';
 
@@ -203,34 +203,7 @@ const WORLD_OPTIONS = ['capacity', 'threads', 'externalBuffers', 'recordGhostPos
 const VIEWER_OPTIONS = ['payloadBytes', 'sendPeriod', 'acks'] as const;
 const GATHER_OPTIONS = ['walkCap', 'exclude'] as const;
 
-// An options argument: undefined or null (every default) or an object whose own keys are all valid.
-function readOptions(what: string, options: unknown, valid: readonly string[]): Record<string, unknown> {
-  if (options === undefined || options === null) return {};
-  if (typeof options !== 'object' || Array.isArray(options)) {
-    throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `${what} options must be an object or undefined, received ${describe(options)}`);
-  }
-  const own: Record<string, unknown> = {};
-  for (const key of Object.keys(options)) {
-    if (!valid.includes(key)) {
-      throw new SightlineError(
-        'ERR_SIGHTLINE_UNKNOWN_OPTION',
-        `unknown ${what} option ${describe(key)}; valid options are ${valid.join(', ')}`,
-      );
-    }
-    own[key] = (options as Record<string, unknown>)[key];
-  }
-  // Own keys only, and an inherited one is refused (as WorldConfig.build does): it would be read
-  // by some code paths and not others.
-  for (const key of valid) {
-    if (!Object.prototype.hasOwnProperty.call(options, key) && key in options) {
-      throw new SightlineError(
-        'ERR_SIGHTLINE_INVALID_ARGUMENT',
-        `${what} option ${key} is inherited, not an own property of the options; only own properties are read (copy it: { ...options })`,
-      );
-    }
-  }
-  return own;
-}
+
 
 function readBoolean(name: string, value: unknown, fallback: boolean): boolean {
   if (value === undefined) return fallback;

@@ -182,6 +182,12 @@ describe('createHerd', () => {
     expect(() => createHerd(world, { entities: 10, viewers: 11 })).toThrow(expect.objectContaining(code));
     expect(() => createHerd(world, { entities: 10, seed: 0.5 })).toThrow(expect.objectContaining(code));
     expect(() => createHerd(world, { entities: 101 })).toThrow(/free entity slots/);
+    expect(() => createHerd(world, { entites: 10 } as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_OPTION' }));
+    // A refused viewer option undoes the herd.
+    expect(() => createHerd(world, { entities: 50, viewers: 10, viewerOptions: { payloadBytes: 1 } })).toThrow(
+      expect.objectContaining({ code: expect.stringMatching(/^ERR_SIGHTLINE_/) }),
+    );
     expect(world.liveCount).toBe(0);
+    expect(world.viewerCount).toBe(0);
   });
 });
