@@ -37,6 +37,28 @@ describe('entities', () => {
     expect(w.liveCount).toBe(1);
   });
 
+  it('an id of a generation its slot never issued is "never spawned", not stale', () => {
+    const w = new World(config, { capacity: 1 });
+    const a = w.spawn({ x: 1, y: 1, z: 0 });  // slot 0, generation 0
+    const never = (id: number) => expect(() => w.slotOf(id)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ENTITY', message: expect.stringContaining('never spawned') }));
+    never(a + 2 ** 20);  // generation 1
+    never(2 ** 31);
+    w.despawn(a);
+    never(a + 2 ** 20);  // not issued until the slot is reused
+    const b = w.spawn({ x: 2, y: 2, z: 0 });
+    expect(b).toBe(a + 2 ** 20);
+    expect(() => w.slotOf(a)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_STALE_ENTITY' }));
+    never(a + 2 * 2 ** 20);
+    // After 4,096 reuses the 12-bit generation wraps: every generation was issued, so stale.
+    let id = b;
+    for (let k = 0; k < 4096; k++) {
+      w.despawn(id);
+      id = w.spawn({ x: 1, y: 1, z: 0 });
+    }
+    expect(id).toBe(b);  // generation 1 again
+    expect(() => w.slotOf(a + 5 * 2 ** 20)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_STALE_ENTITY' }));
+  });
+
   it('a full world refuses a spawn with a coded error and keeps its entities', () => {
     const w = new World(config, { capacity: 2 });
     w.spawn({ x: 1, y: 1, z: 0 });

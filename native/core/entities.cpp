@@ -17,6 +17,7 @@ EntityStore::EntityStore(uint32_t capacity)
       odometer_(capacity),
       generation_(capacity),
       alive_(capacity),
+      wrapped_(capacity),
       fresh_(capacity),
       freeRing_(capacity) {
   if (capacity == 0 || capacity > kMaxCapacity)
@@ -55,6 +56,12 @@ uint32_t EntityStore::checkedSlot(uint32_t id) const {
   uint32_t slot = slotOfId(id);
   if (slot >= highWater_)
     throw CoreError("ERR_SIGHTLINE_INVALID_ENTITY", "entity id " + std::to_string(id) + " was never spawned");
+  // A generation the slot has not reached yet was never issued (unless the slot wrapped).
+  const uint32_t gen = generationOfId(id), next = generation_[slot] + (alive_[slot] ? 1u : 0u);
+  if (!wrapped_[slot] && gen >= next)
+    throw CoreError("ERR_SIGHTLINE_INVALID_ENTITY", "entity id " + std::to_string(id) + " was never spawned (slot " +
+                                                        std::to_string(slot) + " has issued generations 0 to " +
+                                                        std::to_string(next - 1) + " only)");
   if (!alive_[slot] || generation_[slot] != generationOfId(id))
     throw CoreError("ERR_SIGHTLINE_STALE_ENTITY", "entity id " + std::to_string(id) +
                                                       " is stale: it was despawned (slot " + std::to_string(slot) +
@@ -72,6 +79,7 @@ void EntityStore::despawn(uint32_t id) {
   uint32_t slot = checkedSlot(id);
   alive_[slot] = 0;
   generation_[slot] = static_cast<uint16_t>((generation_[slot] + 1) & kGenerationMask);
+  if (generation_[slot] == 0) wrapped_[slot] = 1;
   freeRing_[(freeHead_ + freeCount_) % capacity_] = slot;
   ++freeCount_;
   --liveCount_;

@@ -65,6 +65,7 @@ class EntityStore {
   std::vector<uint32_t> odometer_;
   std::vector<uint16_t> generation_;
   std::vector<uint8_t> alive_;
+  std::vector<uint8_t> wrapped_;  // per slot: its generation has wrapped (every generation was issued)
   std::vector<uint8_t> fresh_;
   std::vector<uint32_t> freeRing_;  // FIFO of freed slots: reuse is delayed as long as possible
   uint32_t freeHead_ = 0, freeCount_ = 0;
