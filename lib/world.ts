@@ -401,7 +401,10 @@ export class World {
   get tickCount(): number {
     return this.#native.info().tick;
   }
-  /** Registered viewers (changes asked for during a tick count once that tick ends). */
+  /**
+   * Registered viewers. During a tick, viewers added or removed during it count already (as in
+   * {@link hasViewer}): each change was checked when asked for and is applied when the tick ends.
+   */
   get viewerCount(): number {
     return this.#native.viewerCount();
   }
@@ -549,6 +552,12 @@ export class World {
     }
   }
 
+  /**
+   * Whether `avatar` is a viewer. During a tick the answer counts the viewers added or removed
+   * during it (applied when it ends); {@link ackStats} and {@link eventStats} describe the viewers
+   * the running pass serves, so until the tick ends a viewer added during it has none
+   * (`ERR_SIGHTLINE_UNKNOWN_VIEWER`) and one removed during it still has its own.
+   */
   hasViewer(avatar: EntityId): boolean {
     try {
       return this.#native.hasViewer(avatar);
@@ -655,7 +664,8 @@ export class World {
 
   /**
    * Events not queued for a viewer: its queue was full (multi-viewer targets and deferred events),
-   * or a deferred event could not be applied when its tick ended (e.g. its viewer takes no events).
+   * or a deferred event could not be applied when its tick ended (its viewer takes no events, or
+   * was removed during that tick).
    */
   get eventsDropped(): number {
     return this.#eventsDropped;
@@ -720,8 +730,7 @@ export class World {
     this.#addedDuringTick.clear();
     for (const { bytes, target } of events) {
       try {
-        if ('viewer' in target && !this.#native.hasViewer(target.viewer)) continue;
-        this.#emitNow(bytes, target, false);
+        this.#emitNow(bytes, target, false);  // a { viewer } removed meanwhile: counted as dropped
       } catch {
         this.#eventsDropped++;
       }

@@ -121,6 +121,22 @@ describe('reliable events', () => {
     expect(p.events.map((e) => new TextDecoder().decode(e.bytes))).toEqual(['late']);
   });
 
+  it('an event deferred to a viewer removed before its tick ends is counted as dropped', async () => {
+    const c = WorldConfig.build({ eventReserveBytes: 100 });
+    const w = new World(c, { capacity: 8, threads: 1 });
+    const v = w.spawn({ x: 1, y: 1, z: 0 });
+    w.addViewer(v, { acks: true });
+    const pending = w.tick();
+    expect(w.emit(text('gone'), { viewer: v })).toBe(0);
+    w.removeViewer(v);
+    expect(w.hasViewer(v)).toBe(false);
+    expect(w.viewerCount).toBe(0);
+    expect(w.eventStats(v)).toEqual({ queued: 0, dropped: 0, pending: 0 });  // served until the tick ends
+    await pending;
+    expect(w.eventsDropped).toBe(1);
+    expect(() => w.eventStats(v)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_VIEWER' }));
+  });
+
   it('bad events and targets are refused and nothing is queued', () => {
     const c = WorldConfig.build({ eventReserveBytes: 20 });
     const w = new World(c, { capacity: 8 });
