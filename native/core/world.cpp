@@ -45,17 +45,18 @@ void World::addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked)
   viewers_.push_back(std::make_unique<Viewer>(avatarId, payload, opts.sendPeriod, phase, config_.ghostTableCapacity,
                                                recordGhostPositions_, opts.acks, config_.eventReserveBytes,
                                                &ghostArena_));
-  viewerIndex_[avatarId] = viewers_.size() - 1;
+  viewerIndex_[avatarId] = viewers_.back().get();
 }
 
 void World::removeViewer(uint32_t avatarId) {
   auto it = viewerIndex_.find(avatarId);
   if (it == viewerIndex_.end())
     throw CoreError("ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(avatarId) + " is not a viewer");
-  size_t i = it->second;
+  // Serving order is kept: the viewer's place is found by a scan of pointers, and the ones after it
+  // move up (a memmove); nothing else is re-indexed.
+  const Viewer* gone = it->second;
   viewerIndex_.erase(it);
-  viewers_.erase(viewers_.begin() + static_cast<std::ptrdiff_t>(i));
-  for (size_t k = i; k < viewers_.size(); ++k) viewerIndex_[viewers_[k]->avatarId] = k;
+  viewers_.erase(std::find_if(viewers_.begin(), viewers_.end(), [gone](const std::unique_ptr<Viewer>& p) { return p.get() == gone; }));
 }
 
 void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::Outcome outcome) {
@@ -136,7 +137,7 @@ void World::acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits) {
   auto it = viewerIndex_.find(avatarId);
   if (it == viewerIndex_.end())
     throw CoreError("ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(avatarId) + " is not a viewer");
-  Viewer& v = *viewers_[it->second];
+  Viewer& v = *it->second;
   if (!v.ackLog)
     throw CoreError("ERR_SIGHTLINE_ACKS_DISABLED", "viewer " + std::to_string(avatarId) +
                                                        " was added without { acks: true }; its packets are not logged");
@@ -159,7 +160,7 @@ void World::emit(uint32_t avatarId, const uint8_t* data, uint32_t length, bool c
   auto it = viewerIndex_.find(avatarId);
   if (it == viewerIndex_.end())
     throw CoreError("ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(avatarId) + " is not a viewer");
-  Viewer& v = *viewers_[it->second];
+  Viewer& v = *it->second;
   if (!v.events)
     throw CoreError("ERR_SIGHTLINE_EVENTS_DISABLED",
                     "viewer " + std::to_string(avatarId) +
@@ -184,7 +185,7 @@ const Viewer& World::viewer(uint32_t avatarId) const {
   auto it = viewerIndex_.find(avatarId);
   if (it == viewerIndex_.end())
     throw CoreError("ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(avatarId) + " is not a viewer");
-  return *viewers_[it->second];
+  return *it->second;
 }
 
 void World::prepareTick() {

@@ -235,7 +235,7 @@ class World {
   PositionPacker packer_;
   BlockArena ghostArena_;  // the viewers' ghost tables (declared before them: it outlives them)
   std::vector<std::unique_ptr<Viewer>> viewers_;
-  std::unordered_map<uint32_t, size_t> viewerIndex_;
+  std::unordered_map<uint32_t, Viewer*> viewerIndex_;  // avatar id -> its viewer (in viewers_)
   bool recordGhostPositions_;
   uint32_t phaseCounter_ = 0;
   uint32_t tick_ = 0;
