@@ -85,9 +85,17 @@ export interface RawPacket extends PacketHeader {
 /**
  * Allocates a {@link RawPacket} whose arrays hold any packet of up to `payloadBytes` bytes
  * (default 1200): (payloadBytes - 16) / 4 despawns and (payloadBytes - 16) / 12 updates.
+ * @throws ERR_SIGHTLINE_INVALID_ARGUMENT when payloadBytes is not an integer from 16 (a header
+ *   alone) to 65,507 (the largest UDP payload, as for a viewer's payloadBytes).
  */
 export function createRawPacket(payloadBytes = 1200): RawPacket {
-  const state = Math.max(0, Math.floor(payloadBytes) - HEADER_BYTES);
+  if (typeof payloadBytes !== 'number' || !Number.isInteger(payloadBytes) || payloadBytes < HEADER_BYTES || payloadBytes > MAX_PAYLOAD_BYTES) {
+    throw new SightlineError(
+      'ERR_SIGHTLINE_INVALID_ARGUMENT',
+      `payloadBytes must be an integer from ${HEADER_BYTES} to ${MAX_PAYLOAD_BYTES}, received ${describe(payloadBytes)}`,
+    );
+  }
+  const state = payloadBytes - HEADER_BYTES;
   const despawns = Math.floor(state / DESPAWN_RECORD_BYTES);
   const updates = Math.floor(state / RECORD_BYTES);
   return rawPacketOf(despawns, updates);

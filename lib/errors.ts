@@ -63,7 +63,8 @@ export function describe(value: unknown): string {
   if (Array.isArray(value)) return `an array of length ${value.length}`;
   const tag = Object.prototype.toString.call(value).slice(8, -1);
   if (ArrayBuffer.isView(value)) {
-    return tag === 'DataView' ? `a DataView of ${value.byteLength} bytes` : `a ${tag} of length ${(value as unknown as ArrayLike<unknown>).length}`;
+    if (tag === 'DataView') return `a DataView of ${value.byteLength} bytes`;
+    return `${/^[AEIOU]/.test(tag) ? 'an' : 'a'} ${tag} of length ${(value as unknown as ArrayLike<unknown>).length}`;
   }
   if (tag === 'ArrayBuffer') return `an ArrayBuffer of ${(value as ArrayBuffer).byteLength} bytes`;
   let name: unknown;

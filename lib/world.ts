@@ -444,7 +444,7 @@ export class World {
     }
   }
 
-  /** Whether id names a live entity. */
+  /** Whether id names a live entity (false for anything that is not an entity id). */
   isLive(id: EntityId): boolean {
     return this.#native.isLive(id);
   }
@@ -556,9 +556,11 @@ export class World {
    * Whether `avatar` is a viewer. During a tick the answer counts the viewers added or removed
    * during it (applied when it ends); {@link ackStats} and {@link eventStats} describe the viewers
    * the running pass serves, so until the tick ends a viewer added during it has none
-   * (`ERR_SIGHTLINE_UNKNOWN_VIEWER`) and one removed during it still has its own.
+   * (`ERR_SIGHTLINE_UNKNOWN_VIEWER`) and one removed during it still has its own. False for anything
+   * that is not an entity id, as {@link isLive}.
    */
   hasViewer(avatar: EntityId): boolean {
+    if (!isId(avatar)) return false;
     try {
       return this.#native.hasViewer(avatar);
     } catch (e) {

@@ -221,6 +221,13 @@ describe('decodePacketRaw', () => {
     }
   });
 
+  it('createRawPacket refuses a size no packet has', () => {
+    for (const bad of [15, 65508, 1e12, NaN, -5, 100.5, '1200' as never]) {
+      expect(() => createRawPacket(bad)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    }
+    expect(createRawPacket(65507).ids.length).toBe(Math.floor((65507 - 16) / 12));
+  });
+
   it('replaces arrays that are too short', () => {
     const out = createRawPacket(16);
     expect(out.ids.length).toBe(0);

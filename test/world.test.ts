@@ -74,6 +74,17 @@ describe('entities', () => {
     expect(() => w.despawn(1.5)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ENTITY' }));
   });
 
+  it('isLive and hasViewer answer false for anything that is not an entity id', () => {
+    const w = new World(config, { capacity: 2 });
+    const a = w.spawn({ x: 1, y: 1, z: 0 });
+    w.addViewer(a);
+    for (const bad of [-1, 1.5, NaN, 2 ** 32, 'a' as never, undefined as never]) {
+      expect(w.isLive(bad)).toBe(false);
+      expect(w.hasViewer(bad)).toBe(false);
+    }
+    expect(w.hasViewer(a)).toBe(true);
+  });
+
   it('non-finite or out-of-range positions are refused and nothing is spawned', () => {
     const w = new World(config, { capacity: 8 });
     for (const p of [{ x: NaN, y: 0, z: 0 }, { x: 0, y: Infinity, z: 0 }, { x: 3e6, y: 0, z: 0 }, { x: '1', y: 0, z: 0 }]) {
