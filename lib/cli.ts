@@ -251,6 +251,10 @@ export function formatHerdReport(r: HerdReport): string {
       'eligible (nearest ghost cap), never sent',
       `${fmt(c.eligibleNeverSentShare * 100, 2)}% (${fmt(c.eligibleNeverSent)} of ${fmt(c.eligible)} pairs)`,
     ]);
+    rows.push([
+      '10 nearest (brute force), never sent',
+      `${fmt(c.nearestNeverSentShare * 100, 2)}% (${fmt(c.nearestNeverSent)} of ${fmt(c.nearest)} pairs)`,
+    ]);
   }
   if (m.eventLoopDelayMs) {
     const e = m.eventLoopDelayMs;

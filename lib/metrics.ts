@@ -146,6 +146,16 @@ export interface MetricsReport {
     readonly eligibleNeverSent: number;
     /** eligibleNeverSent / eligible (0 when eligible is 0). */
     readonly eligibleNeverSentShare: number;
+    /**
+     * Pairs where the entity was among the viewer's 10 nearest at some tick (brute force over
+     * world.positions, within the view radius), and of those, how many the viewer never received.
+     * Unlike `eligible`, this does not trust the capped gather: a neighbour the walk failed to
+     * reach shows here.
+     */
+    readonly nearest: number;
+    readonly nearestNeverSent: number;
+    /** nearestNeverSent / nearest (0 when nearest is 0). */
+    readonly nearestNeverSentShare: number;
   } | null;
   /**
    * Event-loop delay, ms: how late the monitor's 10 ms timer fired (monitorEventLoopDelay, its
@@ -225,7 +235,12 @@ interface Coverage {
   readonly received: Uint8Array[];
   /** Per sampled viewer, per entity index: 1 once among the viewer's eligible candidates. */
   readonly eligible: Uint8Array[];
+  /** Per sampled viewer, per entity index: 1 once among its NEAREST_K nearest (brute force). */
+  readonly nearest: Uint8Array[];
 }
+
+/** The nearest entities (brute force) whose delivery the coverage checks: {@link MetricsReport}. */
+const NEAREST_K = 10;
 
 /**
  * Accumulates per-tick metrics of a World run. Call {@link record} after every tick (a loop's
@@ -404,6 +419,7 @@ export class TickMetrics {
       inRange: viewerSlots.map(() => new Uint8Array(n)),
       received: viewerSlots.map(() => new Uint8Array(n)),
       eligible: viewerSlots.map(() => new Uint8Array(n)),
+      nearest: viewerSlots.map(() => new Uint8Array(n)),
     };
   }
 
@@ -431,17 +447,33 @@ export class TickMetrics {
       ey[j] = Y[s];
     }
     const r2 = config.viewRadiusSq;
+    // The NEAREST_K nearest in range, by an insertion into a short sorted list (ties: lower index).
+    const nearD2 = new Float64Array(NEAREST_K);
+    const nearJ = new Int32Array(NEAREST_K);
     for (let k = 0; k < c.viewerSlots.length; k++) {
       const vs = c.viewerSlots[k];
       const vx = X[vs];
       const vy = Y[vs];
       const inRange = c.inRange[k];
+      const self = c.viewerSelf[k];
+      let held = 0;
       for (let j = 0; j < n; j++) {
         const dx = ex[j] - vx;
         const dy = ey[j] - vy;
-        if (dx * dx + dy * dy <= r2) inRange[j] = 1;
+        const d2 = dx * dx + dy * dy;
+        if (d2 > r2 || j === self) continue;
+        inRange[j] = 1;
+        if (held === NEAREST_K && d2 >= nearD2[NEAREST_K - 1]) continue;
+        let at = held < NEAREST_K ? held++ : NEAREST_K - 1;
+        for (; at > 0 && nearD2[at - 1] > d2; at--) {
+          nearD2[at] = nearD2[at - 1];
+          nearJ[at] = nearJ[at - 1];
+        }
+        nearD2[at] = d2;
+        nearJ[at] = j;
       }
-      if (c.viewerSelf[k] >= 0) inRange[c.viewerSelf[k]] = 0;
+      const nearest = c.nearest[k];
+      for (let i = 0; i < held; i++) nearest[nearJ[i]] = 1;
     }
     // Eligible: the capped gather on the snapshot just served, nearest ghostCap candidates.
     const cap = config.ghostCap;
@@ -502,13 +534,20 @@ export class TickMetrics {
       let neverSent = 0;
       let eligible = 0;
       let eligibleNeverSent = 0;
+      let nearest = 0;
+      let nearestNeverSent = 0;
       const c = this.#coverage;
       if (c) {
         for (let k = 0; k < c.inRange.length; k++) {
           const a = c.inRange[k];
           const b = c.received[k];
           const e = c.eligible[k];
+          const q = c.nearest[k];
           for (let j = 0; j < a.length; j++) {
+            if (q[j]) {
+              nearest++;
+              if (!b[j]) nearestNeverSent++;
+            }
             if (a[j]) {
               inRange++;
               if (!b[j]) neverSent++;
@@ -528,6 +567,9 @@ export class TickMetrics {
         eligible,
         eligibleNeverSent,
         eligibleNeverSentShare: div(eligibleNeverSent, eligible),
+        nearest,
+        nearestNeverSent,
+        nearestNeverSentShare: div(nearestNeverSent, nearest),
       };
     }
 

@@ -74,6 +74,9 @@ describe('TickMetrics', () => {
       eligible: 2,
       eligibleNeverSent: 0,
       eligibleNeverSentShare: 0,
+      nearest: 4,
+      nearestNeverSent: 2,
+      nearestNeverSentShare: 0.5,
     });
 
     // The far entity comes into range and is sent once the nearer ones leave the ghost table.
@@ -93,6 +96,23 @@ describe('TickMetrics', () => {
     const m = new TickMetrics(world, { entities: ids, eventLoop: false });
     for (let i = 0; i < 3; i++) m.record(await world.tick(), { passMs: 1 });
     expect(m.report().coverage).toMatchObject({ inRange: 6, neverSent: 3, eligible: 3, eligibleNeverSent: 0 });
+  });
+
+  it('coverage: the 10 nearest by brute force show a neighbour the capped walk never reached', async () => {
+    // 1 entity per m² (3,000 on a 1 m grid): the viewer's own 16 m sub-cell holds the walk cap of
+    // 256 by itself, so its neighbours 1 m away across the sub-cell edge are never candidates.
+    const world = new World(WorldConfig.build(), { capacity: 4096, threads: 1 });
+    const ids: EntityId[] = [];
+    for (let i = 0; i < 3000; i++) ids.push(world.spawn({ x: 1970 + (i % 60), y: 1975 + Math.floor(i / 60), z: 0 }));
+    const viewer = world.spawn({ x: 2000.01, y: 2000.01, z: 0 });
+    world.addViewer(viewer);
+    ids.push(viewer);
+    const m = new TickMetrics(world, { entities: ids, eventLoop: false });
+    for (let i = 0; i < 3; i++) m.record(await world.tick(), { passMs: 1 });
+    const c = m.report().coverage!;
+    expect(c.eligibleNeverSent).toBe(0);  // what the walk found was all sent...
+    expect(c.nearest).toBe(10);
+    expect(c.nearestNeverSent).toBeGreaterThan(0);  // ...but not its nearest neighbours
   });
 
   it('samples at most maxChecksPerTick / entities viewers', async () => {
