@@ -263,6 +263,40 @@ describe('gather', () => {
     expect(missed10 / (10 * viewers)).toBeLessThan(0.01);
   });
 
+  it('in a dense cell the 3 x 3 sub-cells around the viewer are met by their distance from the viewer', () => {
+    const r = rng(23);
+    const c = WorldConfig.build();
+    const w = new World(c, { capacity: 8192 });
+    const base = 16 * 128;
+    for (let i = 0; i < 8192; i++) w.spawn({ x: base + r() * 128, y: base + r() * 128, z: 0 });
+    w.rebuildSnapshot();
+    const sub = c.cellRaw / c.subGridDivisions;
+    let checked = 0;
+    for (let v = 0; v < 200; v++) {
+      const vx = Math.floor((base + r() * 128) * 1024);
+      const vy = Math.floor((base + r() * 128) * 1024);
+      const qx = Math.floor(vx / sub);
+      const qy = Math.floor(vy / sub);
+      // Brute force: the squared distance from the viewer to a sub-cell's rectangle (raw units).
+      const gap = (p: number, q: number) => Math.max(0, q * sub - p, p - (q * sub + sub - 1));
+      const g = w.gather({ x: vx / 1024, y: vy / 1024 }, { walkCap: 256 });
+      let last = -1;
+      let prev = '';
+      for (const id of g.ids) {
+        const s = w.slotOf(id);
+        const sx = Math.floor(w.positions.x[s] / sub);
+        const sy = Math.floor(w.positions.y[s] / sub);
+        if (Math.abs(sx - qx) > 1 || Math.abs(sy - qy) > 1 || `${sx},${sy}` === prev) continue;
+        prev = `${sx},${sy}`;
+        const d = gap(vx, sx) ** 2 + gap(vy, sy) ** 2;
+        expect(d).toBeGreaterThanOrEqual(last);
+        last = d;
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(400);  // two or three sub-cells of the block per viewer
+  });
+
   it('sub-cells are visited nearest first: the first candidates are near the viewer', () => {
     const r = rng(9);
     const c = WorldConfig.build();
