@@ -5,9 +5,9 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DESPAWN_RECORD_BYTES, HEADER_BYTES, RECORD_BYTES } from './config.js';
 import { createRawPacket, decodePacketRaw, type RawPacket } from './decode.js';
-import { SightlineError, describe } from './errors.js';
+import { SightlineError, describe, readOptions } from './errors.js';
 import type { LoopReport, LoopSummary } from './loop.js';
-import type { EntityId, TickResult, World } from './world.js';
+import { TickResult, World, type EntityId } from './world.js';
 
 // Sampling interval of the event-loop delay monitor, ms.
 const EVENT_LOOP_RESOLUTION_MS = 10;
@@ -249,6 +249,31 @@ const NEAREST_K = 10;
  * Coverage costs, per tick, one decode per sampled viewer and (sampled viewers × entities)
  * distance checks on the JavaScript thread, bounded by `maxChecksPerTick`.
  */
+const METRICS_OPTIONS = ['entities', 'sampleViewers', 'maxChecksPerTick', 'eventLoop'] as const;
+
+// A finite number ≥ 0 (or undefined when optional), for a TickTiming field.
+function checkTiming(timing: unknown): TickTiming {
+  if (typeof timing !== 'object' || timing === null) {
+    throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `record needs a timing { passMs, ... }, received ${describe(timing)}`);
+  }
+  const t = timing as Record<string, unknown>;
+  const num = (k: string, optional: boolean): void => {
+    const v = t[k];
+    if (v === undefined && optional) return;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `timing.${k} must be a finite number ≥ 0 (ms), received ${describe(v)}`);
+    }
+  };
+  num('passMs', false);
+  num('stepMs', true);
+  num('lateness', true);
+  num('dropped', true);
+  if (t.late !== undefined && typeof t.late !== 'boolean') {
+    throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `timing.late must be true or false, received ${describe(t.late)}`);
+  }
+  return timing as TickTiming;
+}
+
 export class TickMetrics {
   readonly #world: World;
   readonly #entities: ArrayLike<EntityId> | undefined;
@@ -282,10 +307,22 @@ export class TickMetrics {
 
   /**
    * @throws ERR_SIGHTLINE_INVALID_METRICS_OPTION for `sampleViewers` not an integer ≥ 0,
-   *   `maxChecksPerTick` not a number ≥ 1, or `entities` not array-like.
+   *   `maxChecksPerTick` not a number ≥ 1, `entities` not array-like, or `eventLoop` not a boolean;
+   *   ERR_SIGHTLINE_UNKNOWN_OPTION for another key; ERR_SIGHTLINE_INVALID_ARGUMENT when `world` is
+   *   not a World or `options` not an object.
    */
   constructor(world: World, options: MetricsOptions = {}) {
-    const { entities, sampleViewers = 64, maxChecksPerTick = 1 << 20, eventLoop = true } = options;
+    if (!(world instanceof World)) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `TickMetrics needs a World, received ${describe(world)}`);
+    }
+    const { entities, sampleViewers = 64, maxChecksPerTick = 1 << 20, eventLoop = true } = readOptions(
+      'TickMetrics',
+      options,
+      METRICS_OPTIONS,
+    ) as MetricsOptions;
+    if (typeof eventLoop !== 'boolean') {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_METRICS_OPTION', `eventLoop must be true or false, received ${describe(eventLoop)}`);
+    }
     if (typeof sampleViewers !== 'number' || !Number.isInteger(sampleViewers) || sampleViewers < 0) {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_METRICS_OPTION', `sampleViewers must be an integer ≥ 0, received ${describe(sampleViewers)}`);
     }
@@ -328,9 +365,17 @@ export class TickMetrics {
 
   /**
    * Records one tick: its result (read now: call before the result expires, i.e. before the tick
-   * after next starts) and its timing.
+   * after next starts) and its timing. A refused call records nothing.
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (not a TickResult; a timing without a finite
+   *   `passMs` ≥ 0, or with a bad optional field), ERR_SIGHTLINE_RESULT_EXPIRED.
    */
   record(result: TickResult, timing: TickTiming): void {
+    // Every check first: a refused call records nothing.
+    if (!(result instanceof TickResult)) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `record needs a TickResult, received ${describe(result)}`);
+    }
+    checkTiming(timing);
+    const packets = result.packets;  // ERR_SIGHTLINE_RESULT_EXPIRED for an expired result
     const now = performance.now();
     if (this.#ticks === 0) this.#firstAt = now - timing.passMs - (timing.stepMs ?? 0);
     this.#lastAt = now;
@@ -358,7 +403,6 @@ export class TickMetrics {
     // a packet is full when no further record fits in config.payloadBytes after its despawns.
     const stateBytes = this.#world.config.payloadBytes - HEADER_BYTES;
     const hist = this.#recordHistogram;
-    const packets = result.packets;
     for (let i = 0; i < packets.length; i++) {
       const b = packets[i].bytes;
       if (b.length < HEADER_BYTES) continue;

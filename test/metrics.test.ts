@@ -115,6 +115,30 @@ describe('TickMetrics', () => {
     expect(c.nearestNeverSent).toBeGreaterThan(0);  // ...but not its nearest neighbours
   });
 
+  it('a refused record() records nothing; bad constructor arguments are coded errors', async () => {
+    const { world, ids } = lineWorld([10, 20]);
+    const m = new TickMetrics(world, { entities: ids, eventLoop: false });
+    const first = await world.tick();
+    m.record(first, { passMs: 1 });
+    const before = JSON.stringify(m.report());
+    await world.tick();
+    await world.tick();
+    const bad = [
+      () => m.record(first, { passMs: 1 }),  // expired
+      () => m.record({} as never, { passMs: 1 }),
+      () => m.record(undefined as never, { passMs: 1 }),
+    ];
+    const fresh = await world.tick();
+    bad.push(() => m.record(fresh, undefined as never), () => m.record(fresh, {} as never), () => m.record(fresh, { passMs: NaN }));
+    bad.push(() => m.record(fresh, { passMs: 1, late: 'yes' as never }), () => m.record(fresh, { passMs: 1, stepMs: -1 }));
+    for (const call of bad) expect(call).toThrow(expect.objectContaining({ code: expect.stringMatching(/^ERR_SIGHTLINE_(INVALID_ARGUMENT|RESULT_EXPIRED)$/) }));
+    expect(JSON.stringify(m.report())).toBe(before);
+    expect(() => new TickMetrics({} as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    expect(() => new TickMetrics(world, 5 as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    expect(() => new TickMetrics(world, { sample: 3 } as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_OPTION' }));
+    expect(() => new TickMetrics(world, { eventLoop: 1 as never })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_METRICS_OPTION' }));
+  });
+
   it('samples at most maxChecksPerTick / entities viewers', async () => {
     const world = new World(WorldConfig.build(), { capacity: 256, threads: 1 });
     const ids: EntityId[] = [];
