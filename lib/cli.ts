@@ -433,6 +433,14 @@ export async function main(argv: readonly string[] = process.argv): Promise<numb
 }
 
 if (isEntryPoint(import.meta.url)) {
+  // A reader that goes away (`sightline herd | head`) closes the pipe: stop quietly, as Unix tools
+  // do, instead of dying on an unhandled EPIPE.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw e;
+    });
+  }
   main().then(
     (code) => {
       process.exitCode = code;

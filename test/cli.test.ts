@@ -66,6 +66,17 @@ describe('sightline herd', () => {
     expect(typeof m.targets.allMet).toBe('boolean');
   });
 
+  it('a reader that closes the pipe early ends the run quietly (exit 0, no EPIPE)', async () => {
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, [cli, 'herd', '--scenario', 'uniform', '--entities', '2000', '--viewers', '200', '--seconds', '1'], { cwd: root });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout.once('data', () => child.stdout.destroy());  // the reader goes away after the first line
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(stderr).not.toMatch(/EPIPE|Unhandled/);
+    expect(code).toBe(0);
+  });
+
   it('prints a readable report without --json', () => {
     const r = sightline('herd', '--scenario', 'trips', '--entities', '500', '--viewers', '50', '--seconds', '0.5');
     expect(r.status).toBe(0);
