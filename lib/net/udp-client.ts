@@ -153,6 +153,7 @@ export class UdpClient {
     this.#serverTimeoutMs = intOption('serverTimeoutMs', options.serverTimeoutMs, 5000, 0, 3_600_000);
     this.#keepaliveMs = intOption('keepaliveMs', options.keepaliveMs, 1000, 0, 3_600_000);
     this.#maxQueued = intOption('maxQueuedSends', options.maxQueuedSends, 64, 0, 1 << 20);
+    intOption('maxLateness', options.maxLateness, 32, 0, 32767);  // checked now: the world is made at WELCOME
     const type = options.type ?? 'udp4';
     if (type !== 'udp4' && type !== 'udp6') {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `type must be 'udp4' or 'udp6', received ${describe(type)}`);
@@ -232,9 +233,11 @@ export class UdpClient {
         socket.once('error', reject);
         socket.once('close', () => reject(new Error('socket closed')));
         socket.bind({ address: this.#options.bindAddress, port: 0 }, () => {
-          socket.connect(port, host, () => {
+          // A name that does not resolve fails here (ENOTFOUND), not as a timeout later.
+          socket.connect(port, host, (err?: Error) => {
             socket.off('error', reject);
-            resolve();
+            if (err) reject(err);
+            else resolve();
           });
         });
       });

@@ -71,7 +71,12 @@ export interface UdpServerOptions extends TransportListener {
    * holds this many, sends are dropped and counted. Default 256.
    */
   maxQueuedSends?: number;
-  /** SO_RCVBUF, bytes (the OS may cap or double it). Default: the OS default. */
+  /**
+   * SO_RCVBUF, bytes (the OS may cap or double it; on Linux the cap is net.core.rmem_max).
+   * Default 4 MiB. Every client's ACK arrives in the same few milliseconds after a tick's packets:
+   * with the usual OS default (about 208 KiB, some 250 small datagrams) a burst from more clients
+   * overflows it, and the kernel drops the excess without telling anyone.
+   */
   recvBufferSize?: number;
   /** SO_SNDBUF, bytes (the OS may cap or double it). Default: the OS default. */
   sendBufferSize?: number;
@@ -90,6 +95,8 @@ export interface UdpServerCounters extends TransportCounters {
 }
 
 // Ack credit: each packet sent earns a client this many acks, up to ACK_CREDIT_MAX.
+/** The receive buffer a server asks for unless told otherwise (see UdpServerOptions.recvBufferSize). */
+const DEFAULT_RECV_BUFFER_BYTES = 4 << 20;
 const ACK_CREDIT_PER_PACKET = 2;
 const ACK_CREDIT_MAX = 64;
 const ACK_CREDIT_START = 8;
@@ -138,7 +145,7 @@ export class UdpServer implements Transport {
   readonly #keepaliveMs: number;
   readonly #maxInFlight: number;
   readonly #maxQueued: number;
-  readonly #recvBufferSize: number | undefined;
+  readonly #recvBufferSize: number;
   readonly #sendBufferSize: number | undefined;
   readonly #tickMicros: number;
   readonly #counters: UdpServerCounters = {
@@ -187,7 +194,7 @@ export class UdpServer implements Transport {
     this.#keepaliveMs = intOption('keepaliveMs', options.keepaliveMs, 1000, 0, 3_600_000);
     this.#maxInFlight = intOption('maxInFlightSends', options.maxInFlightSends, 65536, 1, 1 << 24);
     this.#maxQueued = intOption('maxQueuedSends', options.maxQueuedSends, 256, 1, 1 << 24);
-    this.#recvBufferSize = options.recvBufferSize === undefined ? undefined : intOption('recvBufferSize', options.recvBufferSize, 0, 1, 2 ** 31 - 1);
+    this.#recvBufferSize = intOption('recvBufferSize', options.recvBufferSize, DEFAULT_RECV_BUFFER_BYTES, 1, 2 ** 31 - 1);
     this.#sendBufferSize = options.sendBufferSize === undefined ? undefined : intOption('sendBufferSize', options.sendBufferSize, 0, 1, 2 ** 31 - 1);
     const tickHz = config.input?.tickHz;
     this.#tickMicros = typeof tickHz === 'number' && tickHz > 0 ? Math.min(0xffffffff, Math.round(1e6 / tickHz)) : 0;
@@ -219,7 +226,12 @@ export class UdpServer implements Transport {
       const onListening = () => {
         this.#socket.off('error', onError);
         this.#state = 'listening';
-        if (this.#recvBufferSize !== undefined) this.#socket.setRecvBufferSize(this.#recvBufferSize);
+        try {
+          this.#socket.setRecvBufferSize(this.#recvBufferSize);
+        } catch (e) {
+          this.#counters.socketErrors++;  // the OS refused the size: it keeps its own
+          this.#report(e);
+        }
         if (this.#sendBufferSize !== undefined) this.#socket.setSendBufferSize(this.#sendBufferSize);
         const a = this.#socket.address();
         this.#port = a.port;
