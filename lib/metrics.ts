@@ -250,6 +250,7 @@ const NEAREST_K = 10;
  * distance checks on the JavaScript thread, bounded by `maxChecksPerTick`.
  */
 const METRICS_OPTIONS = ['entities', 'sampleViewers', 'maxChecksPerTick', 'eventLoop'] as const;
+const PROMETHEUS_OPTIONS = ['registry', 'prefix', 'defaultMetrics', 'world'] as const;
 
 // A finite number ≥ 0 (or undefined when optional), for a TickTiming field.
 function checkTiming(timing: unknown): TickTiming {
@@ -731,10 +732,19 @@ function loadPromClient(): PromClient {
  *
  * prom-client is loaded on the first call.
  * @throws ERR_SIGHTLINE_MISSING_DEPENDENCY when prom-client cannot be loaded;
- *   ERR_SIGHTLINE_INVALID_METRICS_OPTION for a prefix that is not a valid metric name start.
+ *   ERR_SIGHTLINE_INVALID_METRICS_OPTION for a prefix that is not a valid metric name start, a
+ *   registry that is not a prom-client Registry or already holds these metrics under that prefix,
+ *   a world that is not a World, or defaultMetrics not a boolean; ERR_SIGHTLINE_UNKNOWN_OPTION.
  */
-export function createPrometheusRegistry(options: PrometheusOptions = {}): PrometheusMetrics {
+export function createPrometheusRegistry(prometheusOptions: PrometheusOptions = {}): PrometheusMetrics {
+  const options = readOptions('createPrometheusRegistry', prometheusOptions, PROMETHEUS_OPTIONS) as PrometheusOptions;
   const { prefix = 'sightline_', defaultMetrics = false } = options;
+  if (typeof defaultMetrics !== 'boolean') {
+    throw new SightlineError('ERR_SIGHTLINE_INVALID_METRICS_OPTION', `defaultMetrics must be true or false, received ${describe(defaultMetrics)}`);
+  }
+  if (options.world !== undefined && !(options.world instanceof World)) {
+    throw new SightlineError('ERR_SIGHTLINE_INVALID_METRICS_OPTION', `world must be a World, received ${describe(options.world)}`);
+  }
   if (typeof prefix !== 'string' || !/^[a-zA-Z_:][a-zA-Z0-9_:]*$|^$/.test(prefix)) {
     throw new SightlineError(
       'ERR_SIGHTLINE_INVALID_METRICS_OPTION',
@@ -742,7 +752,17 @@ export function createPrometheusRegistry(options: PrometheusOptions = {}): Prome
     );
   }
   const prom = loadPromClient();
+  if (options.registry !== undefined && !(options.registry instanceof prom.Registry)) {
+    throw new SightlineError('ERR_SIGHTLINE_INVALID_METRICS_OPTION', `registry must be a prom-client Registry, received ${describe(options.registry)}`);
+  }
   const registry = options.registry ?? new prom.Registry();
+  // prom-client refuses a second metric of one name in a registry: say which call made it.
+  if (registry.getSingleMetric(`${prefix}tick_duration_seconds`) !== undefined) {
+    throw new SightlineError(
+      'ERR_SIGHTLINE_INVALID_METRICS_OPTION',
+      `the registry already holds sightline's metrics under the prefix ${describe(prefix)}: create them once per registry, or give another prefix`,
+    );
+  }
   if (defaultMetrics) prom.collectDefaultMetrics({ register: registry });
   const registers = [registry];
   const histogram = (name: string, help: string, buckets: number[]): Histogram =>

@@ -11,7 +11,7 @@ import { Option, type Command } from 'commander';
 import { integerOption } from './cli-util.js';
 import { DESPAWN_RECORD_BYTES, HEADER_BYTES, PROTOCOL_VERSION, RECORD_BYTES, UNCAPPED_WALK, WorldConfig, type WorldConfigInput } from './config.js';
 import { createRawPacket, decodePacketRaw, type RawPacket } from './decode.js';
-import { SightlineError, describe } from './errors.js';
+import { SightlineError, describe, readOptions } from './errors.js';
 import { RAW_PER_METER } from './fixed.js';
 import { createHerd } from './herd.js';
 import { World } from './world.js';
@@ -406,6 +406,8 @@ function invalid(message: string): never {
   throw new SightlineError('ERR_SIGHTLINE_INVALID_QUALITY_OPTION', message);
 }
 
+const QUALITY_OPTIONS = ['entities', 'viewers', 'ticks', 'strategy', 'seed', 'warmupTicks', 'measureEvery', 'threads', 'config', 'onProgress'] as const;
+
 function checkInt(name: string, v: unknown, min: number, max: number): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) invalid(`${name} must be an integer from ${min} to ${max}, received ${describe(v)}`);
   return v;
@@ -491,8 +493,12 @@ function encodePacket(
  * @throws SightlineError ERR_SIGHTLINE_INVALID_QUALITY_OPTION for invalid options; the World's
  *   and the herd's errors (configuration, capacity).
  */
-export async function runQuality(options: QualityOptions = {}): Promise<QualityReport> {
+export async function runQuality(qualityOptions: QualityOptions = {}): Promise<QualityReport> {
   const started = performance.now();
+  const options = readOptions('runQuality', qualityOptions, QUALITY_OPTIONS) as QualityOptions;
+  if (options.onProgress !== undefined && typeof options.onProgress !== 'function') {
+    throw new SightlineError('ERR_SIGHTLINE_INVALID_QUALITY_OPTION', `onProgress must be a function, received ${describe(options.onProgress)}`);
+  }
   const entities = checkInt('entities', options.entities ?? 60_000, 1, 1 << 20);
   const viewers = checkInt('viewers', options.viewers ?? 200, 1, entities);
   const ticks = checkInt('ticks', options.ticks ?? 400, 1, 1_000_000);

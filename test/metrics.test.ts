@@ -195,5 +195,11 @@ describe('createPrometheusRegistry', () => {
     expect(text).toContain('game_ticks_total 0');
     expect(text).toContain('zone2_ticks_total 0');
     expect(() => createPrometheusRegistry({ prefix: '9bad' })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_METRICS_OPTION' }));
+    // The same prefix twice in one registry, a registry that is not one, an unknown option.
+    const code = (c: string) => expect.objectContaining({ code: c });
+    expect(() => createPrometheusRegistry({ prefix: 'game_', registry: first.registry })).toThrow(code('ERR_SIGHTLINE_INVALID_METRICS_OPTION'));
+    expect(() => createPrometheusRegistry({ registry: {} as never })).toThrow(code('ERR_SIGHTLINE_INVALID_METRICS_OPTION'));
+    expect(() => createPrometheusRegistry({ world: {} as never })).toThrow(code('ERR_SIGHTLINE_INVALID_METRICS_OPTION'));
+    expect(() => createPrometheusRegistry({ prefx: 'x_' } as never)).toThrow(code('ERR_SIGHTLINE_UNKNOWN_OPTION'));
   });
 });

@@ -91,6 +91,9 @@ describe('runQuality', () => {
   it('rejects invalid options', async () => {
     await expect(runQuality({ entities: 10, viewers: 11 })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });
     await expect(runQuality({ strategy: 'best' as never })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });
+    await expect(runQuality({ onProgress: 5 as never })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });
+    await expect(runQuality({ entites: 10 } as never)).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_UNKNOWN_OPTION' });
+    await expect(runQuality(5 as never)).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' });
   });
 });
 
