@@ -37,7 +37,8 @@ export function integerOption(min: number, max: number): (value: string) => numb
 /** Parses a number option value greater than 0 and at most max. */
 export function positiveNumberOption(max: number): (value: string) => number {
   return (value: string): number => {
-    const n = value.trim() === '' ? NaN : Number(value);
+    // Decimal only (Number() would also take 0x10, 0b11 and 1e1).
+    const n = /^[+]?(\d+\.?\d*|\.\d+)$/.test(value.trim()) ? Number(value) : NaN;
     if (!Number.isFinite(n) || !(n > 0) || n > max) {
       throw new InvalidArgumentError(`Expected a number greater than 0 and at most ${max}.`);
     }

@@ -66,6 +66,8 @@ export interface HerdReport {
   entities: number;
   /** In-process viewers (the networked clients' viewers are counted in `network`). */
   viewers: number;
+  /** A SIGINT ended the run before its time: the report covers the ticks run until then. */
+  interrupted: boolean;
   threads: number;
   seed: number;
   net: HerdNet;
@@ -146,6 +148,7 @@ export async function runHerd(
   const totalMs = (ticksDue * 1000) / config.input.tickHz;
   let metrics: TickMetrics;
   let summary: LoopSummary;
+  let interrupted = false;
   let network: NetworkReport | null = null;
   try {
     metrics = new TickMetrics(world, { entities: herd.ids, sampleViewers: options.sample });
@@ -161,7 +164,10 @@ export async function runHerd(
       ticks: ticksDue,
     });
     const timer = setTimeout(() => void loop.stop(), totalMs);
-    const interrupt = (): void => void loop.stop();
+    const interrupt = (): void => {
+      interrupted = true;
+      void loop.stop();
+    };
     process.once('SIGINT', interrupt);
     try {
       summary = await loop.done;
@@ -182,6 +188,7 @@ export async function runHerd(
     scenario: options.scenario,
     entities: counts.entities,
     viewers,
+    interrupted,
     threads: world.threads,
     seed: options.seed,
     net: options.net ?? 'none',
@@ -214,7 +221,7 @@ export function formatHerdReport(r: HerdReport): string {
   const rows: Row[] = [
     ['Metric', 'Value', 'Target'],
     'rule',
-    ['ticks run', `${fmt(m.ticks)} of ${fmt(r.ticksDue)} due, in ${fmt(m.seconds, 2)} s (${fmt(m.ticksPerSecond, 1)}/s)`],
+    ['ticks run', `${fmt(m.ticks)} of ${fmt(r.ticksDue)} due, in ${fmt(m.seconds, 2)} s (${fmt(m.ticksPerSecond, 1)}/s)${r.interrupted ? ', interrupted (SIGINT)' : ''}`],
     ['pass time p50', ms(m.passMs.p50), `≤ ${TARGETS.passP50Ms} ms`, m.targets.passP50Ms.met],
     ['pass time p99', ms(m.passMs.p99), `≤ ${TARGETS.passP99Ms} ms`, m.targets.passP99Ms.met],
     ['pass time worst', ms(m.passMs.worst)],
@@ -344,7 +351,9 @@ export function registerHerdCommand(program: Command): Command {
       const clients = networked ? (opts.clients ?? Math.min(NET_DEFAULT_CLIENTS, entities - viewers)) : undefined;
       if (clients !== undefined && (clients < 1 || clients > entities - viewers)) {
         throw flagError(
-          `error: option '--clients <n>' argument '${clients}' is invalid. Expected at most --entities minus --viewers (${entities - viewers}), at least 1.`,
+          opts.clients === undefined
+            ? `error: --net udp needs entities that are not viewers to serve its clients: --entities (${entities}) minus --viewers (${viewers}) leaves none.`
+            : `error: option '--clients <n>' argument '${clients}' is invalid. Expected at most --entities minus --viewers (${entities - viewers}), at least 1.`,
         );
       }
       const showProgress = !opts.json && opts.progress && process.stderr.isTTY === true;

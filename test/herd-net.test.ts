@@ -114,8 +114,8 @@ describe('sightline herd --net udp', () => {
 
   it.each([
     [['--clients', '5'], /--clients.*needs --net udp.*ERR_SIGHTLINE_INVALID_FLAG/s],
+    [['--net', 'udp', '--entities', '10', '--viewers', '10'], /--net udp needs entities that are not viewers.*leaves none/s],
     [['--net', 'udp', '--entities', '10', '--clients', '11'], /--clients.*'11'.*at most --entities minus --viewers \(10\)/s],
-    [['--net', 'udp', '--entities', '10', '--viewers', '10'], /--clients.*'0'.*at most --entities minus --viewers \(0\)/s],
     [['--net', 'udp', '--clients', '0'], /--clients.*'0'.*integer/s],
     [['--net', 'tcp'], /--net.*'tcp'.*none, udp/s],
   ])('bad flags %j exit with code 2 and name the flag', (args, message) => {
@@ -140,6 +140,7 @@ describe('sightline herd --net udp', () => {
       expect(await exited).toBe(0);
       const report = JSON.parse(stdout);
       expect(report.loop.reason).toBe('stopped');
+      expect(report.interrupted).toBe(true);
       expect(report.network.connected).toBe(10);
       expect(report.network.botPid).toBe(bot);
       expect(alive(bot)).toBe(false);
