@@ -108,11 +108,17 @@ describe('reliable events', () => {
     expect(() => w.emit(text('x'), { viewer: plain })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_EVENTS_DISABLED' }));
   });
 
-  it('events emitted during a tick are applied when it ends', async () => {
+  // A world with one viewer added with acks, and a 100-byte event reserve.
+  function oneAckViewer(): { c: WorldConfig; w: World; v: number } {
     const c = WorldConfig.build({ eventReserveBytes: 100 });
     const w = new World(c, { capacity: 8, threads: 1 });
     const v = w.spawn({ x: 1, y: 1, z: 0 });
     w.addViewer(v, { acks: true });
+    return { c, w, v };
+  }
+
+  it('events emitted during a tick are applied when it ends', async () => {
+    const { c, w, v } = oneAckViewer();
     const pending = w.tick();
     expect(w.emit(text('late'), { viewer: v })).toBe(0);
     await pending;
@@ -122,10 +128,7 @@ describe('reliable events', () => {
   });
 
   it('an event deferred to a viewer removed before its tick ends is counted as dropped', async () => {
-    const c = WorldConfig.build({ eventReserveBytes: 100 });
-    const w = new World(c, { capacity: 8, threads: 1 });
-    const v = w.spawn({ x: 1, y: 1, z: 0 });
-    w.addViewer(v, { acks: true });
+    const { c, w, v } = oneAckViewer();
     const pending = w.tick();
     expect(w.emit(text('gone'), { viewer: v })).toBe(0);
     w.removeViewer(v);

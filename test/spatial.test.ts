@@ -106,6 +106,18 @@ const layouts: Layout[] = [
   },
 ];
 
+// 8,192 entities spread over the 128 m cell at (2048, 2048) m, snapshot built: the town square.
+// r continues the seeded sequence that placed them.
+function townSquare(seed: number): { r: () => number; c: WorldConfig; w: World; base: number } {
+  const r = rng(seed);
+  const c = WorldConfig.build();
+  const w = new World(c, { capacity: 8192 });
+  const base = 16 * 128;
+  for (let i = 0; i < 8192; i++) w.spawn({ x: base + r() * 128, y: base + r() * 128, z: 0 });
+  w.rebuildSnapshot();
+  return { r, c, w, base };
+}
+
 describe('gather', () => {
   for (const layout of layouts) {
     it(`uncapped gather equals the brute-force radius set: ${layout.name}`, async () => {
@@ -210,12 +222,7 @@ describe('gather', () => {
   });
 
   it('8,192 entities in one cell: the count stays within walk cap + one sub-cell', () => {
-    const r = rng(5);
-    const c = WorldConfig.build();
-    const w = new World(c, { capacity: 8192 });
-    const base = 16 * 128;
-    for (let i = 0; i < 8192; i++) w.spawn({ x: base + r() * 128, y: base + r() * 128, z: 0 });
-    w.rebuildSnapshot();
+    const { r, c, w, base } = townSquare(5);
     expect(w.snapshotInfo().denseCells).toBe(1);
     // Largest sub-cell occupancy, brute force.
     const sub = c.cellRaw / c.subGridDivisions;
@@ -240,12 +247,7 @@ describe('gather', () => {
     // 8,192 in one cell: 128 per 16 m sub-cell, so the cap of 256 stops the walk two or three
     // sub-cells in. The sub-cells around the viewer's own are taken by their distance from the
     // viewer, not from its sub-cell's center: a viewer near a corner meets that corner's first.
-    const r = rng(17);
-    const c = WorldConfig.build();
-    const w = new World(c, { capacity: 8192 });
-    const base = 16 * 128;
-    for (let i = 0; i < 8192; i++) w.spawn({ x: base + r() * 128, y: base + r() * 128, z: 0 });
-    w.rebuildSnapshot();
+    const { r, c, w, base } = townSquare(17);
     const viewers = 300;
     let missed1 = 0;
     let missed10 = 0;
@@ -264,12 +266,7 @@ describe('gather', () => {
   });
 
   it('in a dense cell the 3 x 3 sub-cells around the viewer are met by their distance from the viewer', () => {
-    const r = rng(23);
-    const c = WorldConfig.build();
-    const w = new World(c, { capacity: 8192 });
-    const base = 16 * 128;
-    for (let i = 0; i < 8192; i++) w.spawn({ x: base + r() * 128, y: base + r() * 128, z: 0 });
-    w.rebuildSnapshot();
+    const { r, c, w, base } = townSquare(23);
     const sub = c.cellRaw / c.subGridDivisions;
     let checked = 0;
     for (let v = 0; v < 200; v++) {
@@ -298,12 +295,7 @@ describe('gather', () => {
   });
 
   it('sub-cells are visited nearest first: the first candidates are near the viewer', () => {
-    const r = rng(9);
-    const c = WorldConfig.build();
-    const w = new World(c, { capacity: 8192 });
-    const base = 16 * 128;
-    for (let i = 0; i < 8192; i++) w.spawn({ x: base + r() * 128, y: base + r() * 128, z: 0 });
-    w.rebuildSnapshot();
+    const { r, c, w, base } = townSquare(9);
     const g = w.gather({ x: base + 100, y: base + 20 }, { walkCap: 256 });
     const sorted = Array.from(g.distancesSq).sort((a, b) => a - b);
     // The cap's worth of candidates comes from the nearest sub-cells: the farthest taken is far
