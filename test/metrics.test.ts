@@ -99,11 +99,12 @@ describe('TickMetrics', () => {
   });
 
   it('coverage: the 10 nearest by brute force show a neighbour the capped walk never reached', async () => {
-    // 1 entity per m² (3,000 on a 1 m grid): the viewer's own 16 m sub-cell holds the walk cap of
-    // 256 by itself, so its neighbours 1 m away across the sub-cell edge are never candidates.
+    // 4 entities per m² (3,600 on a 0.5 m grid): the cell is divided as finely as it goes (8 m
+    // sub-cells), and still the viewer's own sub-cell holds the walk cap of 256 by itself, so its
+    // neighbours 0.5 m away across the sub-cell edge are never candidates.
     const world = new World(WorldConfig.build(), { capacity: 4096, threads: 1 });
     const ids: EntityId[] = [];
-    for (let i = 0; i < 3000; i++) ids.push(world.spawn({ x: 1970 + (i % 60), y: 1975 + Math.floor(i / 60), z: 0 }));
+    for (let i = 0; i < 3600; i++) ids.push(world.spawn({ x: 1985 + (i % 60) / 2, y: 1985 + Math.floor(i / 60) / 2, z: 0 }));
     const viewer = world.spawn({ x: 2000.01, y: 2000.01, z: 0 });
     world.addViewer(viewer);
     ids.push(viewer);

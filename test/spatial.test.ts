@@ -108,12 +108,12 @@ const layouts: Layout[] = [
 
 // 8,192 entities spread over the 128 m cell at (2048, 2048) m, snapshot built: the town square.
 // r continues the seeded sequence that placed them.
-function townSquare(seed: number): { r: () => number; c: WorldConfig; w: World; base: number } {
+function townSquare(seed: number, count = 8192): { r: () => number; c: WorldConfig; w: World; base: number } {
   const r = rng(seed);
   const c = WorldConfig.build();
-  const w = new World(c, { capacity: 8192 });
+  const w = new World(c, { capacity: count });
   const base = 16 * 128;
-  for (let i = 0; i < 8192; i++) w.spawn({ x: base + r() * 128, y: base + r() * 128, z: 0 });
+  for (let i = 0; i < count; i++) w.spawn({ x: base + r() * 128, y: base + r() * 128, z: 0 });
   w.rebuildSnapshot();
   return { r, c, w, base };
 }
@@ -292,6 +292,44 @@ describe('gather', () => {
       }
     }
     expect(checked).toBeGreaterThan(400);  // two or three sub-cells of the block per viewer
+  });
+
+  it('a cell whose 16 m sub-cells hold the walk cap is divided twice as finely: neighbours across the edge are found', () => {
+    // 1 entity per m² on a 1 m grid: a 16 m sub-cell holds 256, the walk cap, and a viewer at a
+    // sub-cell corner would stop inside its own; in 8 m sub-cells it takes the ones around it.
+    const c = WorldConfig.build();
+    const w = new World(c, { capacity: 4096 });
+    for (let i = 0; i < 3000; i++) w.spawn({ x: 1970 + (i % 60), y: 1975 + Math.floor(i / 60), z: 0 });
+    w.rebuildSnapshot();
+    const g = w.gather({ x: 2000.01, y: 2000.01 }, { walkCap: 256 });
+    const ids = new Set(g.ids);
+    // The entity standing on (x, y): the nearest of an uncapped gather there.
+    const at = (x: number, y: number) => {
+      const all = w.gather({ x, y }, { walkCap: Infinity });
+      let k = 0;
+      for (let i = 1; i < all.ids.length; i++) if (all.distancesSq[i] < all.distancesSq[k]) k = i;
+      expect(all.distancesSq[k]).toBe(0);
+      return ids.has(all.ids[k]);
+    };
+    for (const [x, y] of [[1999, 2000], [2000, 1999], [1999, 1999], [2000, 2000], [2001, 2001]]) expect(at(x, y)).toBe(true);
+    expect(Math.sqrt(Math.max(...g.distancesSq)) / 1024).toBeLessThan(12);  // the 16 m sub-cell's far corner is 21 m away
+    // 30,000 in one cell (469 per 16 m sub-cell, as crowd-50k's): each viewer's nearest is a
+    // candidate, and all but a few of its 10 nearest.
+    const { r, w: crowd, base } = townSquare(29, 30_000);
+    let missed1 = 0;
+    let missed10 = 0;
+    for (let v = 0; v < 200; v++) {
+      const p = { x: base + r() * 128, y: base + r() * 128 };
+      const all = crowd.gather(p, { walkCap: Infinity });
+      const got = new Set(crowd.gather(p, { walkCap: 256 }).ids);
+      const nearest = [...all.ids.keys()].sort((a, b) => all.distancesSq[a] - all.distancesSq[b]).map((k) => all.ids[k]);
+      missed1 += got.has(nearest[0]) ? 0 : 1;
+      for (let k = 0; k < 10; k++) missed10 += got.has(nearest[k]) ? 0 : 1;
+    }
+
+    // Here 1 viewer of 200 and 0.7%.
+    expect(missed1).toBeLessThanOrEqual(1);
+    expect(missed10 / 2000).toBeLessThan(0.01);
   });
 
   it('sub-cells are visited nearest first: the first candidates are near the viewer', () => {

@@ -134,7 +134,7 @@ GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t r2, u
     r.examined = uint32_t(inBox);
     return r;
   }
-  const uint32_t S = g.S, SS = S * S;
+  const uint32_t S = g.S;
   // The viewer's sub-cell within its own cell picks the visit order of the cells around it.
   const int64_t ownQx = (vx - (vcx << c.cellShift)) >> c.subShift, ownQy = (vy - (vcy << c.cellShift)) >> c.subShift;
   const size_t ringBase = size_t(ownQy * S + ownQx) * g.ringSize;
@@ -165,15 +165,18 @@ GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t r2, u
     // Dense cell: visit sub-cells nearest first from the viewer's (clamped) sub-cell. The 3 x 3
     // sub-cells around it lead that order; they are taken by their distance from the viewer itself,
     // so a viewer near a corner of its sub-cell meets the sub-cells at that corner first.
-    const uint32_t* ss = snap.subStart.data() + size_t(di) * (SS + 1);
+    const Snapshot::Dense d = snap.dense[size_t(di)];
+    const Grid::SubGrid& sg = g.sub[d.level];
+    const uint32_t Sd = sg.S, SSd = Sd * Sd;
+    const uint32_t* ss = snap.subStart.data() + d.block;
     int64_t ox = cx << c.cellShift, oy = cy << c.cellShift;
-    int64_t qx = std::clamp<int64_t>((vx - ox) >> c.subShift, 0, S - 1);
-    int64_t qy = std::clamp<int64_t>((vy - oy) >> c.subShift, 0, S - 1);
-    const uint8_t* order = g.subOrder.data() + size_t(qy * S + qx) * SS;
-    const uint32_t lead = g.subLead[size_t(qy * S + qx)];
+    int64_t qx = std::clamp<int64_t>((vx - ox) >> sg.shift, 0, Sd - 1);
+    int64_t qy = std::clamp<int64_t>((vy - oy) >> sg.shift, 0, Sd - 1);
+    const uint8_t* order = sg.order.data() + size_t(qy * Sd + qx) * SSd;
+    const uint32_t lead = sg.lead[size_t(qy * Sd + qx)];
     uint8_t first[9];
-    nearestSubCellsFirst(order, lead, S, c.subShift, ox, oy, vx, vy, first);
-    for (uint32_t j = 0; j < SS; ++j) {
+    nearestSubCellsFirst(order, lead, Sd, uint32_t(sg.shift), ox, oy, vx, vy, first);
+    for (uint32_t j = 0; j < SSd; ++j) {
       if (n >= walkCap) break;
       uint32_t sc = j < lead ? first[j] : order[j];
       scan(ss[sc], ss[sc + 1]);

@@ -5,9 +5,10 @@
 // occupants; within a visited cell every entity in range is kept. Cells are ordered by their
 // distance from the center of the viewer's sub-cell; in a dense cell, the 3 x 3 sub-cells around
 // the viewer's (clamped) one come first, by their distance from the viewer itself, then the rest by
-// center distance. The walk is an approximate nearest search: where one sub-cell holds walkCap
-// entities or more (1 per m^2 at the defaults), it stops inside the viewer's own sub-cell, and
-// nearer entities just across its edge are not candidates (walkCap Infinity is exact). One exception bounds the cost of
+// center distance. The walk is an approximate nearest search: the snapshot divides a cell twice as
+// finely when a sub-cell would hold walkCap entities or more, and where even those hold walkCap (4
+// per m^2 at the defaults) it stops inside the viewer's own sub-cell, and nearer entities just
+// across its edge are not candidates (walkCap Infinity is exact). One exception bounds the cost of
 // a crowd packed finer than the sub-grid (everyone on one spot): a single cell or sub-cell is
 // scanned for at most 2 x walkCap - (candidates so far) entities, in snapshot order, so a capped
 // walk never holds more than 2 x walkCap candidates. A box holding no more than walkCap entities is

@@ -34,22 +34,29 @@ Grid::Grid(const Config& c) : S(c.subGridDivisions) {
       for (const Off& o : offs) ringDx.push_back(int8_t(o.dx)), ringDy.push_back(int8_t(o.dy));
     }
 
-  uint32_t n = S * S;
-  subOrder.resize(size_t{n} * n);
-  subLead.resize(n);
-  std::vector<uint32_t> order(n);
-  for (uint32_t sy = 0; sy < S; ++sy)
-    for (uint32_t sx = 0; sx < S; ++sx) {
-      std::iota(order.begin(), order.end(), 0u);
-      auto d = [&](uint32_t k) {
-        int dx = int(k % S) - int(sx), dy = int(k / S) - int(sy);
-        return dx * dx + dy * dy;
-      };
-      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return d(a) < d(b); });
-      for (uint32_t k = 0; k < n; ++k) subOrder[size_t{sy * S + sx} * n + k] = uint8_t(order[k]);
-      // The 3 x 3 block: center distance^2 <= 2, every other sub-cell >= 4.
-      subLead[sy * S + sx] = uint8_t(std::count_if(order.begin(), order.end(), [&](uint32_t k) { return d(k) <= 2; }));
-    }
+  for (int level = 0; level < 2; ++level) {
+    const uint32_t Sl = S << level;
+    if (Sl > 16) break;  // sub-cell indices are one byte
+    SubGrid& g = sub[level];
+    g.S = Sl;
+    g.shift = c.subShift - level;
+    const uint32_t n = Sl * Sl;
+    g.order.resize(size_t{n} * n);
+    g.lead.resize(n);
+    std::vector<uint32_t> order(n);
+    for (uint32_t sy = 0; sy < Sl; ++sy)
+      for (uint32_t sx = 0; sx < Sl; ++sx) {
+        std::iota(order.begin(), order.end(), 0u);
+        auto d = [&](uint32_t k) {
+          int dx = int(k % Sl) - int(sx), dy = int(k / Sl) - int(sy);
+          return dx * dx + dy * dy;
+        };
+        std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return d(a) < d(b); });
+        for (uint32_t k = 0; k < n; ++k) g.order[size_t{sy * Sl + sx} * n + k] = uint8_t(order[k]);
+        // The 3 x 3 block: center distance^2 <= 2, every other sub-cell >= 4.
+        g.lead[sy * Sl + sx] = uint8_t(std::count_if(order.begin(), order.end(), [&](uint32_t k) { return d(k) <= 2; }));
+      }
+  }
 }
 
 Snapshot::Snapshot(const Config& c)
@@ -111,26 +118,40 @@ void Snapshot::build(const EntityStore& store) {
     z[at] = sz[s];
   }
 
-  // Dense cells: counting sort by sub-cell inside the cell's range.
-  const uint32_t S = c.subGridDivisions, SS = S * S;
-  const int subShift = c.subShift;
+  // Dense cells: counting sort by sub-cell inside the cell's range, at level 1 (twice as fine)
+  // when a level-0 sub-cell holds walkCap entities or more (a walk would stop inside it) and that
+  // level exists.
   const int32_t cellMask = int32_t(c.cellRaw - 1);
+  const uint32_t fineFrom = c.walkCap >= (1u << 30) ? UINT32_MAX : c.walkCap;
   uint32_t dense = 0;
+  size_t blocks = 0;
   if (maxOcc >= c.denseCellThreshold) {
     for (uint32_t cell = 0; cell < c.cellCount; ++cell) {
       uint32_t b = cellStart[cell], e = cellStart[cell + 1];
       if (e - b < c.denseCellThreshold) { denseIndex[cell] = -1; continue; }
+      // Level-0 counts; a sub-cell of fineFrom or more sends the cell to level 1 (counted again).
+      uint32_t level = 0;
+      uint32_t* ss = nullptr;
+      uint32_t S = 0, SS = 0;
+      int subShift = 0;
+      for (;;) {
+        S = grid_.sub[level].S, SS = S * S, subShift = grid_.sub[level].shift;
+        if (subStart.size() < blocks + SS + 1) subStart.resize(blocks + SS + 1);
+        ss = subStart.data() + blocks;
+        std::fill(ss, ss + SS + 1, 0u);
+        for (uint32_t i = b; i < e; ++i) {
+          uint32_t k = uint32_t((ents[i].y & cellMask) >> subShift) * S + uint32_t((ents[i].x & cellMask) >> subShift);
+          ++ss[k + 1];
+        }
+        if (level == 1 || grid_.sub[1].S == 0 || *std::max_element(ss + 1, ss + SS + 1) < fineFrom) break;
+        level = 1;
+      }
       denseIndex[cell] = int32_t(dense);
-      size_t base = size_t{dense} * (SS + 1);
-      if (subStart.size() < base + SS + 1) subStart.resize(base + SS + 1);
-      uint32_t* ss = subStart.data() + base;
-      std::fill(ss, ss + SS + 1, 0u);
+      if (this->dense.size() <= dense) this->dense.resize(dense + 1);
+      this->dense[dense] = Dense{uint32_t(blocks), level};
+      blocks += SS + 1;
       uint32_t m = e - b;
       if (tmpEnts_.size() < m) tmpEnts_.resize(m), tmpZ_.resize(m);
-      for (uint32_t i = b; i < e; ++i) {
-        uint32_t k = uint32_t((ents[i].y & cellMask) >> subShift) * S + uint32_t((ents[i].x & cellMask) >> subShift);
-        ++ss[k + 1];
-      }
       ss[0] = b;
       for (uint32_t k = 1; k <= SS; ++k) ss[k] += ss[k - 1];
       // ss[k] is now the start of sub-cell k; scatter through a copy.

@@ -31,13 +31,21 @@ struct Grid {
   // visits the diagonal neighbour right after the cells beside it.
   uint32_t ringSize;
   std::vector<int8_t> ringDx, ringDy;  // S*S blocks of ringSize
-  // subOrder[(sy * S + sx) * S*S + k] = k-th nearest sub-cell index from sub-cell (sx, sy), by the
-  // distance between centers (ties: lower index first).
-  std::vector<uint8_t> subOrder;
-  // subLead[sy * S + sx]: how many entries lead that order as the 3 x 3 block around (sx, sy) (4,
-  // 6 or 9: fewer at the cell's edges). The gather takes those by their distance from the viewer.
-  std::vector<uint8_t> subLead;
-  uint32_t S;
+  // The sub-cell visit orders of a dense cell divided S x S (sub-cells of 2^shift raw units).
+  struct SubGrid {
+    uint32_t S = 0;
+    int shift = 0;
+    // order[(sy * S + sx) * S*S + k] = k-th nearest sub-cell index from sub-cell (sx, sy), by the
+    // distance between centers (ties: lower index first).
+    std::vector<uint8_t> order;
+    // lead[sy * S + sx]: how many entries lead that order as the 3 x 3 block around (sx, sy) (4, 6
+    // or 9: fewer at the cell's edges). The gather takes those by their distance from the viewer.
+    std::vector<uint8_t> lead;
+  };
+  // sub[0]: the configured subGridDivisions; sub[1]: twice as fine, for the most crowded cells
+  // (S = 0: none, when the configured one is already 16).
+  SubGrid sub[2];
+  uint32_t S;  // sub[0].S: the ring blocks' sub-cells
 };
 
 class Snapshot {
@@ -55,8 +63,17 @@ class Snapshot {
 
   // Entities of cell c are [cellStart[c], cellStart[c+1]).
   std::vector<uint32_t> cellStart;
-  // Per cell: -1, or the index of its sub-grid block in subStart (S*S+1 absolute offsets per block).
+  // Per cell: -1, or its index in `dense`.
   std::vector<int32_t> denseIndex;
+  // A dense cell's sub-grid: grid().sub[level], its S*S+1 absolute offsets at subStart[block].
+  // level 1 (twice as fine) when one of its level-0 sub-cells holds walkCap entities or more: a
+  // sub-cell then holds about a quarter as many, and a viewer's walk takes the sub-cells around it
+  // rather than stopping inside its own.
+  struct Dense {
+    uint32_t block;
+    uint32_t level;
+  };
+  std::vector<Dense> dense;
   std::vector<uint32_t> subStart;
   // Per entity, in snapshot order: what the gather and the scoring read together, in one 16-byte
   // record (a candidate's fields share a cache line); z, read only for records sent, apart.
