@@ -118,6 +118,23 @@ function townSquare(seed: number, count = 8192): { r: () => number; c: WorldConf
   return { r, c, w, base };
 }
 
+// For `viewers` random spots in the square: how many times the nearest entity, and how many of the
+// 10 nearest (brute force: an uncapped gather), were not candidates of the capped walk (cap 256).
+function nearestMissed(square: ReturnType<typeof townSquare>, viewers: number): { missed1: number; missed10: number } {
+  const { r, w, base } = square;
+  let missed1 = 0;
+  let missed10 = 0;
+  for (let v = 0; v < viewers; v++) {
+    const at = { x: base + r() * 128, y: base + r() * 128 };
+    const all = w.gather(at, { walkCap: Infinity });
+    const got = new Set(w.gather(at, { walkCap: 256 }).ids);
+    const nearest = [...all.ids.keys()].sort((a, b) => all.distancesSq[a] - all.distancesSq[b]).map((k) => all.ids[k]);
+    missed1 += got.has(nearest[0]) ? 0 : 1;
+    for (let k = 0; k < 10; k++) missed10 += got.has(nearest[k]) ? 0 : 1;
+  }
+  return { missed1, missed10 };
+}
+
 describe('gather', () => {
   for (const layout of layouts) {
     it(`uncapped gather equals the brute-force radius set: ${layout.name}`, async () => {
@@ -247,18 +264,8 @@ describe('gather', () => {
     // 8,192 in one cell: 128 per 16 m sub-cell, so the cap of 256 stops the walk two or three
     // sub-cells in. The sub-cells around the viewer's own are taken by their distance from the
     // viewer, not from its sub-cell's center: a viewer near a corner meets that corner's first.
-    const { r, c, w, base } = townSquare(17);
     const viewers = 300;
-    let missed1 = 0;
-    let missed10 = 0;
-    for (let v = 0; v < viewers; v++) {
-      const at = { x: base + r() * 128, y: base + r() * 128 };
-      const all = w.gather(at, { walkCap: Infinity });
-      const got = new Set(w.gather(at, { walkCap: 256 }).ids);
-      const nearest = [...all.ids.keys()].sort((a, b) => all.distancesSq[a] - all.distancesSq[b]).map((k) => all.ids[k]);
-      missed1 += got.has(nearest[0]) ? 0 : 1;
-      for (let k = 0; k < 10; k++) missed10 += got.has(nearest[k]) ? 0 : 1;
-    }
+    const { missed1, missed10 } = nearestMissed(townSquare(17), viewers);
     // Here 0 and 0.8% are missed; visited by distance from the viewer's sub-cell center instead,
     // 2.0% (6 viewers) and 5.9%.
     expect(missed1).toBe(0);
@@ -315,18 +322,7 @@ describe('gather', () => {
     expect(Math.sqrt(Math.max(...g.distancesSq)) / 1024).toBeLessThan(12);  // the 16 m sub-cell's far corner is 21 m away
     // 30,000 in one cell (469 per 16 m sub-cell, as crowd-50k's): each viewer's nearest is a
     // candidate, and all but a few of its 10 nearest.
-    const { r, w: crowd, base } = townSquare(29, 30_000);
-    let missed1 = 0;
-    let missed10 = 0;
-    for (let v = 0; v < 200; v++) {
-      const p = { x: base + r() * 128, y: base + r() * 128 };
-      const all = crowd.gather(p, { walkCap: Infinity });
-      const got = new Set(crowd.gather(p, { walkCap: 256 }).ids);
-      const nearest = [...all.ids.keys()].sort((a, b) => all.distancesSq[a] - all.distancesSq[b]).map((k) => all.ids[k]);
-      missed1 += got.has(nearest[0]) ? 0 : 1;
-      for (let k = 0; k < 10; k++) missed10 += got.has(nearest[k]) ? 0 : 1;
-    }
-
+    const { missed1, missed10 } = nearestMissed(townSquare(29, 30_000), 200);
     // Here 1 viewer of 200 and 0.7%.
     expect(missed1).toBeLessThanOrEqual(1);
     expect(missed10 / 2000).toBeLessThan(0.01);
