@@ -1,6 +1,7 @@
 // Cell snapshot, rebuilt once per tick: live entities inside the region counting-sorted into cell
 // order (x, y, id and odometer per entity; z apart) with cell offsets. A cell holding at least
-// denseCellThreshold entities is sorted again into an S x S sub-grid inside its own range.
+// denseCellThreshold entities is sorted again into an S x S sub-grid inside its own range (2S x 2S
+// when an S x S sub-cell would hold walkCap entities or more; see Dense).
 // After the build the pass reads only the snapshot, so the game may move entities meanwhile.
 //
 // Entities outside the region (x or y < 0 or >= regionSize) are left out of the snapshot and
