@@ -38,7 +38,7 @@ export interface QualityBand {
   readonly label: string;
   /** Lower bound, m (inclusive). */
   readonly minM: number;
-  /** Upper bound, m (exclusive); Infinity for the last band. */
+  /** Upper bound, m (exclusive); Infinity for the last band (null in `--json` output: JSON has no Infinity). */
   readonly maxM: number;
 }
 
