@@ -58,6 +58,11 @@ void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::f
 namespace {
 
 int failures = 0, checks = 0;
+// Snapshots in which a dense cell was divided twice as finely (its sub-cell held the walk cap).
+uint64_t finerCells = 0;
+void countFinerCells(const Snapshot& snap) {
+  for (uint32_t k = 0; k < snap.denseCells(); ++k) finerCells += snap.dense[k].level;
+}
 
 #define CHECK(cond, ...)                                   \
   do {                                                     \
@@ -93,11 +98,13 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
                                       int32_t(uni(-600 * 1024, 600 * 1024))));
   };
   for (int i = 0; i < 600; ++i) spawn();
-  // A crowd in one cell so sub-grids are used.
+  // A crowd in one cell so sub-grids are used; for odd seeds packed into one of its sub-cells, so
+  // that sub-cell holds the walk cap and the cell is divided twice as finely.
+  const int64_t crowdSide = seed % 2 ? c.cellRaw / c.subGridDivisions : c.cellRaw;
   for (int i = 0; i < 200; ++i) {
     uint32_t s = slotOfId(live[i]);
-    w.entities().x()[s] = int32_t(uni(0, c.cellRaw));
-    w.entities().y()[s] = int32_t(uni(0, c.cellRaw));
+    w.entities().x()[s] = int32_t(uni(0, crowdSide));
+    w.entities().y()[s] = int32_t(uni(0, crowdSide));
   }
   std::vector<uint32_t> viewers;
   for (int i = 0; i < 60; ++i) {
@@ -147,6 +154,7 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
       }
     }
     w.prepareTick();
+    countFinerCells(w.snapshot());
     w.runPass(pool);
     for (size_t i = 0; i < w.viewerCount(); ++i) {
       const Viewer& v = w.viewerAt(i);
@@ -426,11 +434,13 @@ void gatherKernelsAgree() {
   }
   std::mt19937 rng(21);
   uint64_t compared = 0;
+  const uint64_t finerBefore = finerCells;
   for (uint32_t world = 0; world < 40; ++world) {
     ConfigInput in;
     in.regionSize = 512;
     in.viewRadius = double(20 + rng() % 120);
     in.denseCellThreshold = double(4 + rng() % 60);
+    in.walkCap = double(16 + rng() % 240);  // the snapshot divides a cell more finely by it
     Config c = buildConfig(in);
     uint32_t count = 1 + rng() % 700;
     World w(c, count);
@@ -444,6 +454,7 @@ void gatherKernelsAgree() {
     }
     w.prepareTick();
     const Snapshot& snap = w.snapshot();
+    countFinerCells(snap);
     std::vector<uint64_t> d2a(count + kGatherSlack), d2b(count + kGatherSlack);
     std::vector<uint32_t> ia(count + kGatherSlack), ib(count + kGatherSlack);
     std::vector<uint64_t> ioa(count + kGatherSlack), iob(count + kGatherSlack);
@@ -472,6 +483,7 @@ void gatherKernelsAgree() {
     }
   }
   CHECK(compared > 100000, "only %llu candidates compared", (unsigned long long)compared);
+  CHECK(finerCells > finerBefore, "no gather world divided a cell more finely");
   std::printf("gather kernels: AVX-512 and portable agree on 8000 gathers (%llu candidates)\n",
               (unsigned long long)compared);
 }
@@ -582,6 +594,7 @@ int main() {
   staleMatchesTheRule();
   warmTicksDoNotAllocate(1);
   warmTicksDoNotAllocate(2);
+  const uint64_t finerBeforeRuns = finerCells;
   for (uint32_t seed = 1; seed <= 6; ++seed) {
     auto a = run(seed, 1, 250);
     auto b = run(seed, 2, 250);
@@ -598,6 +611,8 @@ int main() {
       std::printf("seed %u: %zu packets, identical for 1, 2 and 8 threads\n", seed, a.size());
     }
   }
+  CHECK(finerCells > finerBeforeRuns, "no pass world divided a cell more finely");
+  std::printf("cells divided more finely: %llu over the snapshots of the worlds above\n", (unsigned long long)finerCells);
   // Bad configurations throw coded errors, never crash.
   ConfigInput bad;
   bad.maxSpeed = 1e300;
