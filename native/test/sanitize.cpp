@@ -109,7 +109,7 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
   std::vector<uint32_t> viewers;
   for (int i = 0; i < 60; ++i) {
     bool acks = i % 2 == 0;
-    w.addViewer(live[i], ViewerOptions{uint32_t(16 + 40 + 12 * (1 + rng() % 40) + 4 * (rng() % 8)), 1 + rng() % 3, acks});
+    w.addViewer(live[i], ViewerOptions{uint32_t(16 + 40 + 12 * (1 + rng() % 40) + 4 * (rng() % 8)), uint32_t(1 + rng() % 3), acks});
     viewers.push_back(live[i]);
   }
   // Acknowledgements travel back with loss and delay.
