@@ -62,7 +62,7 @@ uint32_t EntityStore::checkedSlot(uint32_t id) const {
     throw CoreError("ERR_SIGHTLINE_INVALID_ENTITY", "entity id " + std::to_string(id) + " was never spawned (slot " +
                                                         std::to_string(slot) + " has issued generations 0 to " +
                                                         std::to_string(next - 1) + " only)");
-  if (!alive_[slot] || generation_[slot] != generationOfId(id))
+  if (!alive_[slot] || generation_[slot] != gen)
     throw CoreError("ERR_SIGHTLINE_STALE_ENTITY", "entity id " + std::to_string(id) +
                                                       " is stale: it was despawned (slot " + std::to_string(slot) +
                                                       " now answers to " +

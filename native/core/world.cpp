@@ -134,10 +134,7 @@ void World::checkAckDuringPass(uint32_t avatarId, uint16_t ack) const {
 }
 
 void World::acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits) {
-  auto it = viewerIndex_.find(avatarId);
-  if (it == viewerIndex_.end())
-    throw CoreError("ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(avatarId) + " is not a viewer");
-  Viewer& v = *it->second;
+  Viewer& v = viewerMutable(avatarId);
   if (!v.ackLog)
     throw CoreError("ERR_SIGHTLINE_ACKS_DISABLED", "viewer " + std::to_string(avatarId) +
                                                        " was added without { acks: true }; its packets are not logged");
@@ -157,10 +154,7 @@ void World::acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits) {
 }
 
 void World::emit(uint32_t avatarId, const uint8_t* data, uint32_t length, bool countDrop) {
-  auto it = viewerIndex_.find(avatarId);
-  if (it == viewerIndex_.end())
-    throw CoreError("ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(avatarId) + " is not a viewer");
-  Viewer& v = *it->second;
+  Viewer& v = viewerMutable(avatarId);
   if (!v.events)
     throw CoreError("ERR_SIGHTLINE_EVENTS_DISABLED",
                     "viewer " + std::to_string(avatarId) +
@@ -187,6 +181,9 @@ const Viewer& World::viewer(uint32_t avatarId) const {
     throw CoreError("ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(avatarId) + " is not a viewer");
   return *it->second;
 }
+
+// The viewers are the world's own (non-const) objects: writable through a non-const world.
+Viewer& World::viewerMutable(uint32_t avatarId) { return const_cast<Viewer&>(viewer(avatarId)); }
 
 void World::prepareTick() {
   auto t0 = std::chrono::steady_clock::now();

@@ -176,6 +176,8 @@ class World {
   size_t viewerCount() const { return viewers_.size(); }
   const Viewer& viewerAt(size_t i) const { return *viewers_[i]; }
   const Viewer& viewer(uint32_t avatarId) const;
+  // viewer(), writable. Throws ERR_SIGHTLINE_UNKNOWN_VIEWER.
+  Viewer& viewerMutable(uint32_t avatarId);
 
   // Once-per-tick phases: odometer, snapshot, skip checks, output layout. Caller's thread.
   void prepareTick();
