@@ -3,7 +3,7 @@
 
 import { MAX_PAYLOAD_BYTES, DESPAWN_RECORD_BYTES, HEADER_BYTES, PROTOCOL_VERSION, RECORD_BYTES } from './config.js';
 import type { WorldConfig } from './config.js';
-import { SightlineError, describe } from './errors.js';
+import { SightlineError, describe, isUint8Array } from './errors.js';
 import { toMeters } from './fixed.js';
 
 /**
@@ -150,7 +150,7 @@ export function decodePacket(bytes: Uint8Array, config: PacketLayoutConfig): Dec
     tick: raw.tick,
     ack: raw.ack,
     ackBits: raw.ackBits,
-    events: raw.events.map((e) => ({ sequence: e.sequence, bytes: e.bytes.slice() })),
+    events: raw.events.map((e) => ({ sequence: e.sequence, bytes: new Uint8Array(e.bytes) })),  // a copy (Buffer#slice would be a view)
     despawns: raw.despawns,
     updates,
   };
@@ -311,7 +311,7 @@ function checkRawPacket(out: unknown): void {
 }
 
 function decodeInto(bytes: Uint8Array, config: PacketLayoutConfig, out: RawPacket | undefined): RawPacket {
-  if (Object.prototype.toString.call(bytes) !== '[object Uint8Array]')
+  if (!isUint8Array(bytes))
     fail('ERR_SIGHTLINE_PACKET_NOT_BYTES', `packet must be a Uint8Array, received ${describe(bytes)}`);
   checkLayout(config);
   if (out !== undefined) checkRawPacket(out);

@@ -106,3 +106,14 @@ export function readOptions(what: string, options: unknown, valid: readonly stri
   }
   return own;
 }
+
+// %TypedArray%.prototype[Symbol.toStringTag]: a getter that reads the internal type of a real
+// typed array (any realm, Buffer included) and returns undefined for anything else, unlike
+// Object.prototype.toString, which an object's own Symbol.toStringTag can fool.
+const typedArrayTag = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype) as object, Symbol.toStringTag)!
+  .get as (this: unknown) => string | undefined;
+
+/** @internal Whether value is a real Uint8Array (a Node Buffer is one), from any realm. */
+export function isUint8Array(value: unknown): value is Uint8Array {
+  return typedArrayTag.call(value) === 'Uint8Array';
+}

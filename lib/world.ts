@@ -614,29 +614,32 @@ export class World {
    * throws then too (a viewer added during that tick is checked when the tick ends: an event it
    * cannot take is counted in {@link eventsDropped}). Applying queued events never makes the
    * tick's promise reject. Returns the number of viewers the event was queued for (0 while deferred).
-   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (bytes not a Uint8Array, or empty; a target that is not exactly one
-   *   of the three forms, a viewer or holders that is not an integer entity id from 0 to 2^32 - 1,
-   *   a near.x / near.y that is not finite, a radius that is not finite and ≥ 0),
-   *   ERR_SIGHTLINE_EVENT_TOO_LARGE, ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_EVENTS_DISABLED,
-   *   ERR_SIGHTLINE_EVENT_QUEUE_FULL (not while deferred).
+   * @throws Checked in this order: ERR_SIGHTLINE_INVALID_ARGUMENT (bytes not a Uint8Array; a target
+   *   that is not exactly one of the three forms, a viewer or holders that is not an integer entity
+   *   id from 0 to 2^32 - 1, a near.x / near.y that is not finite, a radius that is not finite and
+   *   ≥ 0), ERR_SIGHTLINE_EVENTS_DISABLED (the config has no event reserve: eventReserveBytes 5 or
+   *   less), ERR_SIGHTLINE_INVALID_ARGUMENT (empty bytes), ERR_SIGHTLINE_EVENT_TOO_LARGE,
+   *   ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_EVENTS_DISABLED (a `{ viewer }` added without
+   *   acks), ERR_SIGHTLINE_EVENT_QUEUE_FULL (not while deferred).
    */
   emit(bytes: Uint8Array, target: EventTarget): number {
     if (!(bytes instanceof Uint8Array)) {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `an event must be a Uint8Array, received ${describe(bytes)}`);
     }
+    const t = checkTarget(target);
     const max = this.config.eventReserveBytes - 5;
-    if (bytes.length === 0 && max >= 1) {
-      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `an event must hold 1 to ${max} bytes, received an empty Uint8Array`);
-    }
-    if (bytes.length < 1 || bytes.length > max) {
+    if (max < 1) {
       throw new SightlineError(
-        'ERR_SIGHTLINE_EVENT_TOO_LARGE',
-        max < 1
-          ? `events need an event reserve: build the config with eventReserveBytes > 5 (it is ${this.config.eventReserveBytes})`
-          : `an event must be 1 to ${max} bytes (eventReserveBytes - 5), received ${bytes.length}`,
+        'ERR_SIGHTLINE_EVENTS_DISABLED',
+        `events need an event reserve: build the config with eventReserveBytes above 5 (it is ${this.config.eventReserveBytes})`,
       );
     }
-    const t = checkTarget(target);
+    if (bytes.length === 0) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `an event must hold 1 to ${max} bytes, received an empty Uint8Array`);
+    }
+    if (bytes.length > max) {
+      throw new SightlineError('ERR_SIGHTLINE_EVENT_TOO_LARGE', `an event must be 1 to ${max} bytes (eventReserveBytes - 5), received ${bytes.length}`);
+    }
     if ('viewer' in t && !this.hasViewer(t.viewer)) {
       throw new SightlineError('ERR_SIGHTLINE_UNKNOWN_VIEWER', `entity ${describe(t.viewer)} is not a viewer`);
     }
@@ -706,9 +709,8 @@ export class World {
       for (let i = 0; i < all.length; i++) {
         if (!this.#native.isLive(all[i])) continue;
         const s = this.#native.slotOf(all[i]);
-        const dx = this.positions.x[s] - cx;
-        const dy = this.positions.y[s] - cy;
-        if (dx * dx + dy * dy <= r * r) near.push(all[i]);
+        // hypot: dx * dx + dy * dy would overflow to Infinity for far-off points and huge radii.
+        if (Math.hypot(this.positions.x[s] - cx, this.positions.y[s] - cy) <= r) near.push(all[i]);
       }
       viewers = near;
     }

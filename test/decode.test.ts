@@ -252,7 +252,12 @@ describe('rejections', () => {
   const ok = encode(config, { sequence: 1, tick: 2 }, [3], [{ id: 4, x: 5, y: 6, z: 7 }]);
 
   it('rejects input that is not a Uint8Array', () => {
-    for (const bad of [[1, 0, 0], 'abc', new Uint16Array(16), ok.buffer, null]) {
+    // The last two only look like one: a borrowed Symbol.toStringTag, with or without indices.
+    const fakes = [
+      { [Symbol.toStringTag]: 'Uint8Array', length: 16, 0: 1 },
+      Object.assign(Object.create(null), { [Symbol.toStringTag]: 'Uint8Array', length: NaN }),
+    ];
+    for (const bad of [[1, 0, 0], 'abc', new Uint16Array(16), ok.buffer, null, ...fakes]) {
       const err = errorOf(() => decodePacket(bad as unknown as Uint8Array, config));
       expect(err.code).toBe('ERR_SIGHTLINE_PACKET_NOT_BYTES');
     }

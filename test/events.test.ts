@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { World, WorldConfig, decodePacketRaw, createRawPacket } from '../lib/index.js';
+import { World, WorldConfig, decodePacket, decodePacketRaw, createRawPacket } from '../lib/index.js';
 import { rng, withSeed } from './helpers/model.js';
 import { ackOf } from './helpers/model.js';
 
@@ -86,6 +86,21 @@ describe('reliable events', () => {
     expect(client.delivered).toEqual(Array.from({ length: 64 }, (_, i) => `e${i}`));
   });
 
+  it('decodePacket copies event bytes, from a Node Buffer too', async () => {
+    const c = WorldConfig.build({ eventReserveBytes: 40 });
+    const w = new World(c, { capacity: 8, threads: 1 });
+    const v = w.spawn({ x: 1, y: 1, z: 0 });
+    w.addViewer(v, { acks: true });
+    w.emit(new Uint8Array([7, 7, 7]), { viewer: v });
+    const r = await w.tick();
+    for (const input of [r.packets[0].bytes.slice(), Buffer.from(r.packets[0].bytes)]) {
+      const d = decodePacket(input, c);
+      expect(d.events).toHaveLength(1);
+      input.fill(0);
+      expect([...d.events[0].bytes]).toEqual([7, 7, 7]);
+    }
+  });
+
   it('targets: one viewer, the holders of an entity, the viewers near a point', async () => {
     const c = WorldConfig.build({ eventReserveBytes: 100 });
     const w = new World(c, { capacity: 16, threads: 1 });
@@ -101,6 +116,9 @@ describe('reliable events', () => {
     expect(w.emit(text('x'), { holders: a })).toBe(1);
     expect(w.emit(text('x'), { near: { x: 110, y: 100 }, radius: 50 })).toBe(2);
     expect(w.emit(text('x'), { near: { x: 3000, y: 3000 }, radius: 1 })).toBe(1);
+    // A point so far off, and a radius so large, that squared distances overflow: still nobody.
+    expect(w.emit(text('x'), { near: { x: 1e200, y: 0 }, radius: 1e160 })).toBe(0);
+    expect(w.emit(text('x'), { near: { x: 9e159, y: 9e159 }, radius: 1e160 })).toBe(0);
     expect(w.eventStats(a)!.queued).toBe(2);
     expect(w.eventStats(b)!.queued).toBe(2);
     expect(w.eventStats(far)!.queued).toBe(1);
@@ -158,7 +176,12 @@ describe('reliable events', () => {
     const none = new World(WorldConfig.build(), { capacity: 8 });
     const n = none.spawn({ x: 1, y: 1, z: 0 });
     none.addViewer(n, { acks: true });
-    expect(() => none.emit(text('hi'), { viewer: n })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_EVENT_TOO_LARGE' }));
+    // No event reserve: events are disabled for every target; a bad target is still a bad argument.
+    expect(() => none.emit(text('hi'), { viewer: n })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_EVENTS_DISABLED' }));
+    expect(() => none.emit(text('hi'), { near: { x: 1, y: 1 }, radius: 5 })).toThrow(
+      expect.objectContaining({ code: 'ERR_SIGHTLINE_EVENTS_DISABLED' }),
+    );
+    expect(() => none.emit(text('hi'), { bogus: 1 } as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     expect(w.eventStats(v)).toEqual({ queued: 0, dropped: 0, pending: 0 });
   });
 });

@@ -4,7 +4,7 @@
 
 import { PROTOCOL_VERSION, protocolHash } from '../config.js';
 import type { PacketLayoutConfig } from '../decode.js';
-import { SightlineError, describe } from '../errors.js';
+import { SightlineError, describe, isUint8Array } from '../errors.js';
 
 /** Type byte of a client's HELLO. */
 export const MSG_HELLO = 0xa0;
@@ -363,7 +363,7 @@ export function hex32(v: number): string {
  *   the datagram or is not UTF-8, a WELCOME whose layout is impossible or does not match its hash).
  */
 export function decodeControl(bytes: Uint8Array): ControlMessage {
-  if (Object.prototype.toString.call(bytes) !== '[object Uint8Array]')
+  if (!isUint8Array(bytes))
     fail('ERR_SIGHTLINE_NET_NOT_BYTES', `datagram must be a Uint8Array, received ${describe(bytes)}`);
   const len = bytes.length;
   if (len === 0) fail('ERR_SIGHTLINE_NET_TRUNCATED', 'datagram is empty');
