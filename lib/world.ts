@@ -1,5 +1,6 @@
 // World: the public face of one region's engine. Entities, viewers, positions (zero copy), and the
 // async tick that runs the replication pass off the JavaScript thread.
+import { markAsUntransferable } from 'node:worker_threads';
 import { native, type NativeTickResult, type NativeTickStats, type NativeWorld } from './binding.js';
 import { WorldConfig } from './config.js';
 import { SightlineError, describe, readOptions } from './errors.js';
@@ -52,7 +53,11 @@ export interface WorldOptions {
   /**
    * Expose positions as external ArrayBuffers over the engine's memory (default true). Where the
    * runtime refuses external buffers, or with `false`, the engine adopts V8-allocated buffers
-   * instead; the arrays behave the same either way.
+   * instead (and copies each tick's packets into one); the arrays behave the same either way.
+   * Those buffers are marked untransferable (`markAsUntransferable` of `node:worker_threads`):
+   * `postMessage` and `structuredClone` copy them. One detached by other means takes the entity
+   * memory with it: the world then refuses `spawn`, `tick` and `rebuildSnapshot` with
+   * `ERR_SIGHTLINE_POSITIONS_DETACHED`.
    */
   externalBuffers?: boolean;
   /**
@@ -383,6 +388,8 @@ export class World {
     const p = this.#native.positions();
     this.positions = Object.freeze({ x: p.x, y: p.y, z: p.z });
     this.externalBuffers = p.external;
+    // The fallback's buffers hold the engine's memory: a transfer copies them instead of moving it away.
+    if (!p.external) for (const a of [p.x, p.y, p.z]) markAsUntransferable(a.buffer);
   }
 
   /** Entity slots. */
@@ -485,7 +492,8 @@ export class World {
    * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (options not an object, acks not a boolean),
    *   ERR_SIGHTLINE_UNKNOWN_OPTION (a key that is not a {@link ViewerOptions} field),
    *   ERR_SIGHTLINE_INVALID_VIEWER_OPTION (payloadBytes or sendPeriod out of range),
-   *   ERR_SIGHTLINE_VIEWER_EXISTS, ERR_SIGHTLINE_STALE_ENTITY.
+   *   ERR_SIGHTLINE_VIEWER_EXISTS, ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_OUTPUT_FULL (the
+   *   viewers' payloadBytes together would pass 4 GiB − 64 KiB, the most one output buffer holds).
    */
   addViewer(avatar: EntityId, options?: ViewerOptions | null): void {
     const o = readOptions('addViewer', options, VIEWER_OPTIONS);
@@ -587,6 +595,7 @@ export class World {
       (r) => {
         this.#ticking = false;
         this.#flushEvents();
+        if (!this.externalBuffers) markAsUntransferable(r.buffer);  // the engine copies into it again
         return new TickResult(this, epoch, r);
       },
       (e) => {

@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { World, WorldConfig, SightlineError, toRaw } from '../lib/index.js';
+import { World, WorldConfig, SightlineError, decodePacket, toRaw } from '../lib/index.js';
+import { native } from '../lib/binding.js';
 
 const config = WorldConfig.build();
 
@@ -120,6 +121,45 @@ describe('positions are zero-copy views', () => {
       expect(w.odometer(b)).toBe(toRaw(20));
     });
   }
+
+  it('in the fallback, moving a buffer away (postMessage, structuredClone) copies it: the world goes on', async () => {
+    const w = new World(config, { capacity: 16, externalBuffers: false, threads: 1 });
+    const a = w.spawn({ x: 100, y: 100, z: 0 });
+    const b = w.spawn({ x: 101, y: 100, z: 0 });
+    w.addViewer(a);
+    const packet = (await w.tick()).bytesAt(0).buffer;
+    structuredClone(packet, { transfer: [packet] });
+    const xs = w.positions.x.buffer;
+    const { port1, port2 } = new MessageChannel();
+    port1.postMessage(xs, [xs]);
+    port1.close();
+    port2.close();
+    expect(packet.byteLength).toBeGreaterThan(0);
+    expect(xs.byteLength).toBe(16 * 4);
+    for (let t = 0; t < 3; t++) {
+      w.setPosition(b, { x: 102 + t, y: 100, z: 0 });
+      expect(decodePacket((await w.tick()).bytesAt(0), config).updates).toEqual([{ id: b, x: 102 + t, y: 100, z: 0 }]);
+    }
+    const c = w.spawn({ x: 2000, y: 2000, z: 0 });
+    expect(w.position(c).x).toBe(2000);
+  });
+
+  it('in the fallback, a detached position buffer is refused, not written through', async () => {
+    // The native world under World, whose buffers are not marked untransferable: the engine's own check.
+    const nw = new native.NativeWorld(config.input, 16, 1, false, false);
+    const id = nw.spawn(toRaw(100), toRaw(100), 0);
+    nw.addViewer(id, 1200, 1, false);
+    await nw.tick();
+    const out = (await nw.tick()).buffer;
+    structuredClone(out, { transfer: [out] });  // the packets' buffer: a new one is made
+    await nw.tick();
+    expect((await nw.tick()).buffer.byteLength).toBeGreaterThan(0);
+    const xs = nw.positions().x.buffer;
+    structuredClone(xs, { transfer: [xs] });
+    for (const call of [() => nw.spawn(0, 0, 0), () => nw.tick(), () => nw.rebuildSnapshot()]) {
+      expect(call).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_POSITIONS_DETACHED' }));
+    }
+  });
 
   it('Int32Array semantics: NaN writes 0, floats truncate toward zero', () => {
     const w = new World(config, { capacity: 4 });
@@ -267,5 +307,24 @@ describe('options objects', () => {
     expect(w.position(id)).toEqual({ x: 1, y: 1, z: 0 });
     codeOf(() => w.setPosition(id, { x: 5, y: 5, z: null } as never), 'ERR_SIGHTLINE_INVALID_POSITION');
     expect(w.position(id)).toEqual({ x: 1, y: 1, z: 0 });
+  });
+});
+
+describe('the output buffer limit', () => {
+  it('refuses a viewer whose payload would take the viewers past 4 GiB - 64 KiB together: ERR_SIGHTLINE_OUTPUT_FULL, nothing added', () => {
+    // ghostCap 1 keeps 65,000 viewers small; no tick runs (it would lay out 4 GiB).
+    const w = new World(WorldConfig.build({ ghostCap: 1 }), { capacity: 65_570, threads: 1 });
+    const ids = Array.from({ length: 65_567 }, (_, i) => w.spawn({ x: 1 + (i % 4000), y: 1 + Math.floor(i / 4000), z: 0 }));
+    const limit = 2 ** 32 - 2 ** 16;
+    const big = Math.floor(limit / 65_507); // 65,564 viewers of 65,507 bytes leave 812 bytes
+    for (let i = 0; i < big; i++) w.addViewer(ids[i], { payloadBytes: 65_507 });
+    expect(() => w.addViewer(ids[big], { payloadBytes: 65_507 })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_OUTPUT_FULL' }));
+    expect(w.hasViewer(ids[big])).toBe(false);
+    expect(w.viewerCount).toBe(big);
+    w.addViewer(ids[big], { payloadBytes: limit - big * 65_507 }); // exactly full
+    expect(() => w.addViewer(ids[big + 1], { payloadBytes: 28 })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_OUTPUT_FULL' }));
+    w.removeViewer(ids[0]);
+    w.addViewer(ids[big + 1], { payloadBytes: 65_507 }); // the room a removal frees
+    expect(w.viewerCount).toBe(big + 1);
   });
 });

@@ -276,11 +276,25 @@ Napi::Value SubscriptionDiff(const Napi::CallbackInfo& info) {
 // memory outlives the World while JavaScript can still reach it.
 Napi::Value externalBuffer(Napi::Env env, void* data, size_t bytes, const std::shared_ptr<void>& owner) {
   napi_value ab;
-  auto* hint = new std::shared_ptr<void>(owner);
+  // The finalizer releases the hint. Node calls it itself when it refuses the buffer for its size
+  // (after which the hint is gone), but not when the runtime allows no external buffers at all:
+  // `finalized` tells the two apart.
+  struct Hint {
+    std::shared_ptr<void> owner;
+    std::shared_ptr<bool> finalized;
+  };
+  auto finalized = std::make_shared<bool>(false);
+  auto* hint = new Hint{owner, finalized};
   napi_status st = napi_create_external_arraybuffer(
-      env, data, bytes, [](napi_env, void*, void* h) { delete static_cast<std::shared_ptr<void>*>(h); }, hint, &ab);
+      env, data, bytes,
+      [](napi_env, void*, void* h) {
+        auto* hh = static_cast<Hint*>(h);
+        *hh->finalized = true;
+        delete hh;
+      },
+      hint, &ab);
   if (st != napi_ok) {
-    delete hint;
+    if (!*finalized) delete hint;
     const napi_extended_error_info* info = nullptr;
     napi_get_last_error_info(env, &info);
     bool pending = false;
@@ -411,6 +425,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
       st.useMemory(static_cast<int32_t*>(bx.Data()), static_cast<int32_t*>(by.Data()),
                    static_cast<int32_t*>(bz.Data()));
       ax = bx, ay = by, az = bz;
+      adopted_[0] = Napi::Persistent(bx), adopted_[1] = Napi::Persistent(by), adopted_[2] = Napi::Persistent(bz);
     }
     pos.Set("x", Napi::Int32Array::New(env, st.capacity(), ax.As<Napi::ArrayBuffer>(), 0));
     pos.Set("y", Napi::Int32Array::New(env, st.capacity(), ay.As<Napi::ArrayBuffer>(), 0));
@@ -428,7 +443,10 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     Slot& slot = out_[which];
     size_t size = w.outputSize();
     // The JavaScript view of this tick's output buffer; re-created only when the block changed.
-    if (slot.buffer.IsEmpty() || slot.data != out->data.get() || slot.size < size) {
+    // In the fallback (a V8 buffer the packets are copied into), also when the one made before was
+    // detached (moved to another owner): it is the caller's now.
+    if (slot.buffer.IsEmpty() || slot.data != out->data.get() || slot.size < size ||
+        (slot.copy && slot.buffer.Value().IsDetached())) {
       Napi::Value ab;
       if (external_) ab = externalBuffer(env, out->data.get(), out->size, out);
       if (ab.IsEmpty()) {
@@ -550,7 +568,20 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     return has;
   }
 
+  // The adopted position buffers (externalBuffers false) hold the engine's entity memory: one
+  // detached (moved to another owner) takes it away, and the engine may no longer touch it. The
+  // package marks them untransferable, so postMessage and structuredClone copy them instead.
+  void requirePositions(Napi::Env env) {
+    if (external_) return;
+    for (auto& a : adopted_)
+      if (a.Value().IsDetached())
+        throw codedError(env, "ERR_SIGHTLINE_POSITIONS_DETACHED",
+                         "the world's position buffers (externalBuffers: false) were detached, and the entity memory "
+                         "with them: this world can no longer be used");
+  }
+
   Napi::Value Spawn(const Napi::CallbackInfo& info) {
+    requirePositions(info.Env());
     int32_t x = rawArg(info, 0, "x"), y = rawArg(info, 1, "y"), z = rawArg(info, 2, "z");
     return Napi::Number::New(info.Env(), guarded(info.Env(), [&] { return world_->entities().spawn(x, y, z); }));
   }
@@ -598,8 +629,26 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     if (effectiveHasViewer(id))
       throw codedError(env, "ERR_SIGHTLINE_VIEWER_EXISTS",
                        "entity " + std::to_string(id) + " is already a viewer (one viewer per avatar)");
+    guarded(env, [&] { World::checkOutputRoom(pendingOutputBytes() + opts.payloadBytes); return 0; });
     pending_.push_back(PendingOp{PendingOp::Add, id, opts, 0, 0});
     return env.Undefined();
+  }
+  // The viewers' payload bytes together once the changes queued during this pass are applied.
+  uint64_t pendingOutputBytes() const {
+    uint64_t total = world_->outputBytes();
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      const PendingOp& op = pending_[i];
+      if (op.kind == PendingOp::Add) {
+        total += op.opts.payloadBytes;
+      } else if (op.kind == PendingOp::Remove) {
+        // The viewer removed: the latest add of it queued before, else the world's (a removal is
+        // checked when asked for, so one of them exists).
+        size_t j = i;
+        while (j > 0 && !(pending_[j - 1].id == op.id && pending_[j - 1].kind == PendingOp::Add)) --j;
+        total -= j > 0 ? pending_[j - 1].opts.payloadBytes : world_->viewer(op.id).payloadBytes;
+      }
+    }
+    return total;
   }
   Napi::Value RemoveViewer(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
@@ -729,6 +778,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     if (running_)
       throw codedError(env, "ERR_SIGHTLINE_TICK_IN_PROGRESS",
                        "tick() was called while the previous tick's pass is still running; await it first");
+    requirePositions(env);
     guarded(env, [&] { world_->prepareTick(); return 0; });
     // Creating and queueing the work can throw (a worker thread being terminated): the tick then
     // never started, and neither the running flag nor the in-flight count may stay taken.
@@ -755,6 +805,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
 
   Napi::Value RebuildSnapshot(const Napi::CallbackInfo& info) {
     requireIdle(info.Env(), "rebuildSnapshot()");
+    requirePositions(info.Env());
     world_->rebuildSnapshot();
     return info.Env().Undefined();
   }
@@ -841,6 +892,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   bool external_ = false;
   bool running_ = false;
   Napi::ObjectReference positions_;
+  Napi::Reference<Napi::ArrayBuffer> adopted_[3];  // externalBuffers false: the buffers holding entity memory
   Slot out_[2];
   std::vector<PendingOp> pending_;
 };

@@ -41,11 +41,20 @@ void World::addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked)
   if (opts.sendPeriod < 1 || opts.sendPeriod > 65535)
     throw CoreError("ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
                     "sendPeriod must be between 1 and 65535 ticks, received " + std::to_string(opts.sendPeriod));
+  checkOutputRoom(outputBytes_ + payload);
   uint32_t phase = phaseCounter_++ % opts.sendPeriod;
   viewers_.push_back(std::make_unique<Viewer>(avatarId, payload, opts.sendPeriod, phase, config_.ghostTableCapacity,
                                                recordGhostPositions_, opts.acks, config_.eventReserveBytes,
                                                &ghostArena_));
   viewerIndex_[avatarId] = viewers_.back().get();
+  outputBytes_ += payload;
+}
+
+void World::checkOutputRoom(uint64_t total) {
+  if (total > kMaxOutputBytes)
+    throw CoreError("ERR_SIGHTLINE_OUTPUT_FULL",
+                    "the viewers' payloadBytes together would be " + std::to_string(total) + " bytes, more than an output buffer holds (" +
+                        std::to_string(kMaxOutputBytes) + "): fewer viewers, or smaller payloads");
 }
 
 void World::removeViewer(uint32_t avatarId) {
@@ -55,6 +64,7 @@ void World::removeViewer(uint32_t avatarId) {
   // Serving order is kept: the viewer's place is found by a scan of pointers, and the ones after it
   // move up (a memmove); nothing else is re-indexed.
   const Viewer* gone = it->second;
+  outputBytes_ -= gone->payloadBytes;
   viewerIndex_.erase(it);
   viewers_.erase(std::find_if(viewers_.begin(), viewers_.end(), [gone](const std::unique_ptr<Viewer>& p) { return p.get() == gone; }));
 }
@@ -215,7 +225,8 @@ void World::prepareTick() {
     v.vx = x, v.vy = y;
   }
   std::shared_ptr<OutputBlock>& out = output_[tick_ & 1];
-  if (!out || out->size < offset) out = std::make_shared<OutputBlock>(offset + offset / 4 + 64);
+  // A quarter to spare for viewers to come, within the most an output buffer may hold.
+  if (!out || out->size < offset) out = std::make_shared<OutputBlock>(std::max<size_t>(offset, std::min<size_t>(offset + offset / 4 + 64, kMaxOutputBytes)));
   if (packetIndex_.size() < 3 * viewers_.size()) packetIndex_.resize(3 * viewers_.size() + 3 * viewers_.size() / 4);
   outputSize_ = offset;
 }

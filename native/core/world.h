@@ -149,12 +149,20 @@ class World {
   uint32_t tick() const { return tick_; }
 
   // Viewers are identified by their avatar's entity id. Throws ERR_SIGHTLINE_VIEWER_EXISTS,
-  // ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_VIEWER_OPTION. avatarChecked: the avatar was
+  // ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_VIEWER_OPTION, ERR_SIGHTLINE_OUTPUT_FULL (see
+  // checkOutputRoom). avatarChecked: the avatar was
   // found live when the caller asked (an add deferred past a pass whose avatar has been despawned
   // since: the viewer is added all the same and skipped, as if added before the despawn).
   void addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked = false);
   // Throws ERR_SIGHTLINE_UNKNOWN_VIEWER.
   void removeViewer(uint32_t avatarId);
+  // The viewers' payload bytes together: one output buffer's size.
+  uint64_t outputBytes() const { return outputBytes_; }
+  // An output buffer holds every viewer's payloadBytes, and packets are located in it by 32-bit
+  // offsets (and a JavaScript buffer over it may hold at most 4 GiB): the viewers' payload bytes
+  // together stay within kMaxOutputBytes. Throws ERR_SIGHTLINE_OUTPUT_FULL unless `total` does.
+  static constexpr uint64_t kMaxOutputBytes = (uint64_t{1} << 32) - (uint64_t{1} << 16);
+  static void checkOutputRoom(uint64_t total);
   bool hasViewer(uint32_t avatarId) const { return viewerIndex_.count(avatarId) != 0; }
   // Applies a client's acknowledgement: `ack` = newest packet sequence received, bit i of ackBits =
   // sequence ack - 1 - i received. Acknowledged packets advance the ghosts' acknowledged marks;
@@ -244,6 +252,7 @@ class World {
   std::shared_ptr<OutputBlock> output_[2];
   std::vector<uint32_t> packetIndex_;
   size_t outputSize_ = 0;
+  uint64_t outputBytes_ = 0;
   std::vector<std::unique_ptr<Scratch>> scratch_;
   TickStats stats_;
 };
