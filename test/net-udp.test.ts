@@ -309,6 +309,51 @@ describe('UDP transport on loopback', () => {
     expect(h.server.has(avatar)).toBe(true);
   });
 
+  it('options: a misspelt key in an object literal is ERR_SIGHTLINE_UNKNOWN_OPTION, a listener that is not a function is refused; listener classes keep their own fields', () => {
+    const world = new World(config, { capacity: 8, threads: 1 });
+    const onConnect = () => 0;
+    const code = (f: () => unknown) => {
+      try {
+        f();
+        return 'no error';
+      } catch (e) {
+        return (e as { code?: string }).code;
+      }
+    };
+    expect(code(() => new UdpClient({ timeoutMs: 100 } as never))).toBe('ERR_SIGHTLINE_UNKNOWN_OPTION');
+    expect(code(() => new UdpClient({ onSpawn: 5 } as never))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
+    expect(code(() => new UdpServer({ config, world, onConnect, timeOutMs: 100 } as never))).toBe('ERR_SIGHTLINE_UNKNOWN_OPTION');
+    expect(code(() => new UdpServer({ config, world, onConnect, onAck: 'yes' } as never))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
+    class Game {
+      readonly config = config;
+      readonly world = world;
+      readonly players = new Map<string, number>(); // a field of the listener's own, not an option
+      onConnect(): number {
+        return 0;
+      }
+    }
+    expect(code(() => new UdpServer(new Game()))).toBe('no error');
+    class Bot {
+      readonly seen: number[] = [];
+      onSpawn(id: number): void {
+        this.seen.push(id);
+      }
+    }
+    expect(code(() => new UdpClient(new Bot()))).toBe('no error');
+  });
+
+  it('close() while listen() binds: listen() rejects with ERR_SIGHTLINE_NET_CLOSED and the server stays closed', async () => {
+    const world = new World(config, { capacity: 8, threads: 1 });
+    // A host name: the bind waits for a lookup (an IP literal binds at once, before close() could run).
+    const server = new UdpServer({ config, world, address: 'localhost', onConnect: () => 0 });
+    const listening = server.listen();
+    await server.close();
+    await expect(listening).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_NET_CLOSED' });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(server.port).toBe(0);
+    await expect(server.listen()).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_NET_STATE' });
+  });
+
   it('a new HELLO from the same address replaces the session; closing the server says BYE to clients', async () => {
     const h = await harness();
     const raw = await rawSocket();

@@ -28,7 +28,12 @@ import {
   type ControlMessage,
   type WelcomeMessage,
 } from './protocol.js';
-import { intOption, lookupLiteral, nowMs } from './udp-common.js';
+import { checkListenerOptions, intOption, lookupLiteral, nowMs } from './udp-common.js';
+
+const CLIENT_OPTIONS: readonly (keyof UdpClientOptions)[] = [
+  'onSpawn', 'onUpdate', 'onDespawn', 'onEvent', 'onPacket', 'onDisconnect', 'onError', 'ackIntervalMs', 'helloIntervalMs',
+  'connectTimeoutMs', 'serverTimeoutMs', 'keepaliveMs', 'maxLateness', 'maxQueuedSends', 'type', 'bindAddress',
+];
 
 /** Why a connected client's session ended without `close()`. */
 export type ClientDisconnectReason =
@@ -139,13 +144,16 @@ export class UdpClient {
 
   /**
    * @param options `undefined` or `null`: every option takes its default
-   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (options not an object, an option out of range).
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (options not an object, an option out of range, a
+   *   listener not a function), ERR_SIGHTLINE_UNKNOWN_OPTION (a plain object with a key that is
+   *   not an option; an instance of a class, a listener with fields of its own, is not checked for them).
    */
   constructor(options?: UdpClientOptions | null) {
     if (options === undefined || options === null) options = {};
     if (typeof options !== 'object') {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `options must be an object or undefined, received ${describe(options)}`);
     }
+    checkListenerOptions('UdpClient', options, CLIENT_OPTIONS, ['onSpawn', 'onUpdate', 'onDespawn', 'onEvent', 'onPacket', 'onDisconnect', 'onError']);
     this.#options = options;
     this.#ackIntervalMs = intOption('ackIntervalMs', options.ackIntervalMs, 0, 0, 60_000);
     this.#helloIntervalMs = intOption('helloIntervalMs', options.helloIntervalMs, 250, 1, 60_000);

@@ -40,3 +40,28 @@ export function intOption(name: string, value: unknown, fallback: number, min: n
 export function nowMs(): number {
   return performance.now();
 }
+
+/**
+ * The options of a UDP server or client, which double as its listener: the callbacks named in
+ * `callbacks` must be functions where given (own or inherited). A plain object (an object literal)
+ * may hold no other key than those in `valid`, so a misspelt option is an error rather than a
+ * silently kept default; an instance of a class (a listener object with fields of its own) is not
+ * held to that.
+ * @throws ERR_SIGHTLINE_UNKNOWN_OPTION, ERR_SIGHTLINE_INVALID_ARGUMENT (a callback that is not a function).
+ */
+export function checkListenerOptions(what: string, options: object, valid: readonly string[], callbacks: readonly string[]): void {
+  const proto: unknown = Object.getPrototypeOf(options);
+  if (proto === null || Object.getPrototypeOf(proto) === null) {
+    for (const key of Object.keys(options)) {
+      if (!valid.includes(key)) {
+        throw new SightlineError('ERR_SIGHTLINE_UNKNOWN_OPTION', `unknown ${what} option ${describe(key)}; valid options are ${valid.join(', ')}`);
+      }
+    }
+  }
+  for (const key of callbacks) {
+    const fn = (options as Record<string, unknown>)[key];
+    if (fn !== undefined && typeof fn !== 'function') {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `${what} option ${key} must be a function, received ${describe(fn)}`);
+    }
+  }
+}

@@ -34,7 +34,7 @@ import {
   type TransportCounters,
   type TransportListener,
 } from './transport.js';
-import { endpointKey, intOption, lookupLiteral, nowMs } from './udp-common.js';
+import { checkListenerOptions, endpointKey, intOption, lookupLiteral, nowMs } from './udp-common.js';
 
 /** The configuration fields the server announces in WELCOME. A {@link WorldConfig} qualifies. */
 export type ServerLayout = Pick<WorldConfig, 'protocolHash' | 'regionRaw' | 'verticalRaw' | 'quantShift' | 'payloadBytes'> & {
@@ -97,6 +97,10 @@ export interface UdpServerCounters extends TransportCounters {
 // Ack credit: each packet sent earns a client this many acks, up to ACK_CREDIT_MAX.
 /** The receive buffer a server asks for unless told otherwise (see UdpServerOptions.recvBufferSize). */
 const DEFAULT_RECV_BUFFER_BYTES = 4 << 20;
+const SERVER_OPTIONS: readonly (keyof UdpServerOptions)[] = [
+  'config', 'world', 'address', 'port', 'type', 'maxClients', 'timeoutMs', 'keepaliveMs', 'maxInFlightSends',
+  'maxQueuedSends', 'recvBufferSize', 'sendBufferSize', 'onConnect', 'onDisconnect', 'onAck', 'onError',
+];
 const ACK_CREDIT_PER_PACKET = 2;
 const ACK_CREDIT_MAX = 64;
 const ACK_CREDIT_START = 8;
@@ -160,14 +164,16 @@ export class UdpServer implements Transport {
   #inFlight = 0;
   #state: 'idle' | 'binding' | 'listening' | 'closing' | 'closed' = 'idle';
   #sweepTimer: ReturnType<typeof setInterval> | undefined;
+  #abortListen: (() => void) | undefined;
   #port = 0;
   // Per-tick scratch: the routed packets of the tick being sent.
   readonly #routeSessions: Session[] = [];
   readonly #routeBytes: Uint8Array[] = [];
 
   /**
-   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (config without a protocol hash, onConnect not a
-   *   function, an option out of range).
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (config without a protocol hash, onConnect or another
+   *   listener not a function, an option out of range), ERR_SIGHTLINE_UNKNOWN_OPTION (a plain
+   *   object with a key that is not an option; see checkListenerOptions).
    */
   constructor(options: UdpServerOptions) {
     if (typeof options !== 'object' || options === null) {
@@ -180,6 +186,7 @@ export class UdpServer implements Transport {
     if (typeof options.onConnect !== 'function') {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `onConnect must be a function, received ${describe(options.onConnect)}`);
     }
+    checkListenerOptions('UdpServer', options, SERVER_OPTIONS, ['onConnect', 'onDisconnect', 'onAck', 'onError']);
     const type = options.type ?? 'udp4';
     if (type !== 'udp4' && type !== 'udp6') {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `type must be 'udp4' or 'udp6', received ${describe(type)}`);
@@ -205,7 +212,8 @@ export class UdpServer implements Transport {
 
   /**
    * Binds the socket and starts the timeout sweep. Resolves with the bound address and port.
-   * @throws ERR_SIGHTLINE_NET_STATE (already listening or closed), ERR_SIGHTLINE_NET_BIND (the OS refused the bind).
+   * @throws ERR_SIGHTLINE_NET_STATE (already listening or closed), ERR_SIGHTLINE_NET_BIND (the OS refused the bind),
+   *   ERR_SIGHTLINE_NET_CLOSED (close() was called before the bind completed).
    */
   listen(): Promise<{ address: string; port: number }> {
     if (this.#state !== 'idle') {
@@ -213,9 +221,19 @@ export class UdpServer implements Transport {
     }
     this.#state = 'binding';
     return new Promise((resolve, reject) => {
-      const onError = (e: Error) => {
-        this.#state = 'closed';
+      const settle = () => {
+        this.#socket.off('error', onError);
         this.#socket.off('listening', onListening);
+        this.#abortListen = undefined;
+      };
+      // close() before the bind completed: listen() fails, and the socket is close()'s to close.
+      this.#abortListen = () => {
+        settle();
+        reject(new SightlineError('ERR_SIGHTLINE_NET_CLOSED', 'the server was closed before listen() had bound it'));
+      };
+      const onError = (e: Error) => {
+        settle();
+        this.#state = 'closed';
         try {
           this.#socket.close();
         } catch {
@@ -224,7 +242,7 @@ export class UdpServer implements Transport {
         reject(new SightlineError('ERR_SIGHTLINE_NET_BIND', `cannot bind UDP ${endpointKey(this.#address, this.#requestedPort)}: ${e.message}`));
       };
       const onListening = () => {
-        this.#socket.off('error', onError);
+        settle();
         this.#state = 'listening';
         try {
           this.#socket.setRecvBufferSize(this.#recvBufferSize);
@@ -390,6 +408,7 @@ export class UdpServer implements Transport {
     if (this.#state === 'closed' || this.#state === 'closing') return Promise.resolve();
     const wasOpen = this.#state === 'listening';
     this.#state = 'closing';
+    this.#abortListen?.();
     if (this.#sweepTimer !== undefined) clearInterval(this.#sweepTimer);
     for (const s of [...this.#byViewer.values()]) this.#end(s, 'closed', wasOpen ? ByeReason.SHUTDOWN : undefined);
     return new Promise((resolve) => {
