@@ -9,6 +9,7 @@
 // Exit codes: 0 success, 1 runtime failure, 2 bad usage (unknown flag, invalid value).
 import cliProgress from 'cli-progress';
 import { Command, CommanderError, Option } from 'commander';
+import { packageVersion } from './binding.js';
 import { WorldConfig } from './config.js';
 import {
   isEntryPoint,
@@ -410,6 +411,7 @@ export const COMMANDS: readonly ((program: Command) => Command)[] = [registerHer
 export function createProgram(): Command {
   const program = new Command('sightline')
     .description('Interest management with a priority accumulator for Node.js game servers.')
+    .version(packageVersion(), '-V, --version', 'print the version of sightline')
     .showHelpAfterError('(add --help for usage)')
     .exitOverride();
   // Subcommands inherit exitOverride and showHelpAfterError.

@@ -20,6 +20,8 @@ export const MAX_CELL_RADIUS = 8;
 export const MAX_CELLS_PER_AXIS = 1024;
 /** Largest regionSize and verticalExtent, in meters: 2^26 raw, so squared distances stay far below 2^63. */
 export const MAX_REGION_METERS = 65536;
+/** Largest tickHz: a tick of 1 ms. */
+export const MAX_TICK_HZ = 1000;
 /** Largest payloadBytes: the largest UDP payload over IPv4. */
 export const MAX_PAYLOAD_BYTES = 65507;
 /** Smallest nonzero eventReserveBytes: a 3-byte events section and one event (2-byte length, 1 byte). */
@@ -64,7 +66,7 @@ export interface WorldConfigInput {
   viewRadius?: number;
   /** Largest entity speed, m/s. maxSpeed / tickHz must be less than one cell. Default 40. */
   maxSpeed?: number;
-  /** Simulation tick rate, Hz. Default 20. */
+  /** Simulation tick rate, Hz; at most 1000 (a tick of 1 ms). Default 20. */
   tickHz?: number;
   /** Grid cell side, m; a power of two in raw units. Default: the largest power of two ≤ viewRadius / 2. `0` also means the default. */
   cellSize?: number;
@@ -350,6 +352,14 @@ export class WorldConfig {
   /** Cell side, m: cellRaw / 1024. 128 by default. */
   readonly cellSize: number;
 
+  // Set by the constructor alone: an object made from WorldConfig.prototype without build() lacks it.
+  readonly #built = true;
+
+  /** @internal Whether value was made by {@link WorldConfig.build}, not merely given its prototype. */
+  static isBuilt(value: unknown): value is WorldConfig {
+    return typeof value === 'object' && value !== null && #built in value;
+  }
+
   private constructor(d: Derived) {
     this.input = d.input;
     this.regionRaw = d.regionRaw;
@@ -400,7 +410,8 @@ export class WorldConfig {
    * A WorldConfig given as input is returned as it is (configurations are immutable).
    */
   static build(input?: WorldConfigInput | WorldConfig): WorldConfig {
-    if (input instanceof WorldConfig) return input;
+    if (WorldConfig.isBuilt(input)) return input;
+    if (input instanceof WorldConfig) fail('ERR_SIGHTLINE_INVALID_ARGUMENT', 'config has the WorldConfig prototype but was not made by WorldConfig.build()');
     return new WorldConfig(derive(input));
   }
 }
@@ -473,6 +484,7 @@ function derive(raw: unknown): Derived {
   const viewRadius = requireFinitePositive('viewRadius', inp.viewRadius);
   const maxSpeed = requireFinitePositive('maxSpeed', inp.maxSpeed);
   const tickHz = requireFinitePositive('tickHz', inp.tickHz);
+  if (tickHz > MAX_TICK_HZ) fail('ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', `tickHz must be at most ${MAX_TICK_HZ} Hz, received ${describe(tickHz)}`);
 
   // Region: a power of two of whole meters, so a cell index is the top bits of a raw coordinate.
   if (regionSize > MAX_REGION_METERS)

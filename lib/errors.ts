@@ -78,10 +78,17 @@ export function describe(value: unknown): string {
   return `an instance of ${name}`;
 }
 
+/** @internal An object literal (or Object.create(null)): its prototype is null or an Object.prototype (of any realm). */
+export function isPlainObject(value: object): boolean {
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === null || Object.getPrototypeOf(proto) === null;
+}
+
 // An options argument: undefined or null (every default) or an object whose own keys are all valid.
 export function readOptions(what: string, options: unknown, valid: readonly string[]): Record<string, unknown> {
   if (options === undefined || options === null) return {};
-  if (typeof options !== 'object' || Array.isArray(options)) {
+  // An ordinary object: not an array, nor a Map, a Date or another built-in that holds its data elsewhere.
+  if (typeof options !== 'object' || Array.isArray(options) || Object.prototype.toString.call(options) !== '[object Object]') {
     throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `${what} options must be an object or undefined, received ${describe(options)}`);
   }
   const own: Record<string, unknown> = {};

@@ -1,5 +1,6 @@
 // Seeded, repeatable load games: spawn a herd of entities and viewers into a World and move them
 // every tick by writing world.positions. The same seed gives the same positions on every run.
+import { WorldConfig } from './config.js';
 import { SightlineError, describe, readOptions } from './errors.js';
 import { RAW_PER_METER } from './fixed.js';
 import { mulberry32 } from './random.js';
@@ -216,6 +217,7 @@ const HERD_OPTIONS = ['scenario', 'entities', 'viewers', 'seed', 'viewerOptions'
  *   the herd is then undone (its viewers removed, its entities despawned).
  */
 export function createHerd(world: World, herdOptions: HerdOptions = {}): Herd {
+  if (typeof world !== 'object' || world === null || !WorldConfig.isBuilt(world.config)) invalid(`world must be a World, received ${describe(world)}`);
   const options = readOptions('createHerd', herdOptions, HERD_OPTIONS) as HerdOptions;
   const scenario = options.scenario ?? 'town-square';
   if (!HERD_SCENARIOS.includes(scenario)) invalid(`scenario must be one of ${HERD_SCENARIOS.join(', ')}, received ${describe(scenario)}`);

@@ -1,7 +1,8 @@
 // The optional fixed-rate clock: runs a World's ticks on absolute deadlines (tick n is due at
 // epoch + n × period, period = 1000 / tickHz ms, measured with performance.now()), calling the
 // game's step before each tick and a callback after it.
-import { SightlineError, describe } from './errors.js';
+import { WorldConfig } from './config.js';
+import { SightlineError, describe, readOptions } from './errors.js';
 import type { TickResult, World } from './world.js';
 
 /**
@@ -158,16 +159,11 @@ const running = new WeakSet<World>();
  *   ERR_SIGHTLINE_LOOP_RUNNING while another loop runs on the same world.
  */
 export function run(world: World, options: LoopOptions = {}): LoopHandle {
-  if (typeof world !== 'object' || world === null || typeof (world as { tick?: unknown }).tick !== 'function') {
+  if (typeof world !== 'object' || world === null || typeof (world as { tick?: unknown }).tick !== 'function' || !WorldConfig.isBuilt(world.config)) {
     invalid(`world must be a World, received ${describe(world)}`);
   }
-  if (typeof options !== 'object' || options === null) invalid(`options must be an object, received ${describe(options)}`);
-  for (const key of Object.keys(options)) {
-    if (!(LOOP_OPTIONS as readonly string[]).includes(key)) {
-      throw new SightlineError('ERR_SIGHTLINE_UNKNOWN_OPTION', `unknown loop option ${describe(key)}; valid options are ${LOOP_OPTIONS.join(', ')}`);
-    }
-  }
-  const { step, onTick, overrun = 'stretch', ticks, signal } = options;
+  const o = readOptions('loop', options, LOOP_OPTIONS) as LoopOptions;
+  const { step, onTick, overrun = 'stretch', ticks, signal } = o;
   if (step !== undefined && typeof step !== 'function') invalid(`step must be a function, received ${describe(step)}`);
   if (onTick !== undefined && typeof onTick !== 'function') invalid(`onTick must be a function, received ${describe(onTick)}`);
   if (!OVERRUN_POLICIES.includes(overrun)) {
@@ -178,7 +174,7 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
   }
   const tickHz = world.config.input.tickHz;
   const period = 1000 / tickHz;
-  const lateToleranceMs = options.lateToleranceMs ?? period / 10;
+  const lateToleranceMs = o.lateToleranceMs ?? period / 10;
   if (typeof lateToleranceMs !== 'number' || !Number.isFinite(lateToleranceMs) || lateToleranceMs < 0) {
     invalid(`lateToleranceMs must be a finite number ≥ 0, received ${describe(lateToleranceMs)}`);
   }

@@ -104,7 +104,10 @@ export interface MetricsReport {
     readonly slots: number;
     /** mean / slots. */
     readonly fill: number;
-    /** Share of packets whose every slot was used. */
+    /**
+     * Share of packets whose every slot was used, counted against `config.payloadBytes`: a viewer
+     * added with a smaller payloadBytes never counts as full, one with a larger as full early.
+     */
     readonly fullShare: number;
   };
   /** Despawn records per packet, mean. */

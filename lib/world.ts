@@ -365,7 +365,7 @@ export class World {
    *   ERR_SIGHTLINE_CONFIG_* (the native engine validates the configuration again).
    */
   constructor(config: WorldConfig, options?: WorldOptions | null) {
-    if (!(config instanceof WorldConfig)) {
+    if (!WorldConfig.isBuilt(config)) {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `config must be a WorldConfig (use WorldConfig.build()), received ${describe(config)}`);
     }
     const o = readOptions('World', options, WORLD_OPTIONS);

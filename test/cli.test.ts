@@ -1,5 +1,5 @@
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -115,5 +115,14 @@ describe('sightline herd', () => {
     const unknown = sightline('stampede');
     expect(unknown.status).toBe(2);
     expect(unknown.stderr).toMatch(/unknown command 'stampede'/);
+  });
+
+  it('--version prints the package version and exits 0', () => {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const r = sightline(flag);
+      expect(r.status).toBe(0);
+      expect(r.stdout.trim()).toBe(version);
+    }
   });
 });

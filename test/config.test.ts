@@ -294,6 +294,7 @@ describe('WorldConfig.build rejections', () => {
     ['zero region', { regionSize: 0 }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', ['regionSize', '0']],
     ['negative speed', { maxSpeed: -1 }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', ['maxSpeed', '-1']],
     ['-0 tick rate', { tickHz: -0 }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', ['tickHz', '-0']],
+    ['tick rate above 1 kHz', { tickHz: 4294967296 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['tickHz', '1000', '4294967296']],
     ['vertical 0', { verticalExtent: 0 }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', ['verticalExtent', '0']],
     ['radius below 1 raw', { viewRadius: 0.0004 }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', ['viewRadius', '0.0004']],
     ['negative cell', { cellSize: -128 }, 'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', ['cellSize', '-128']],

@@ -177,6 +177,7 @@ describe('createHerd', () => {
     const world = makeWorld(100);
     const code = { code: 'ERR_SIGHTLINE_INVALID_HERD_OPTION' };
     expect(() => createHerd(world, { scenario: 'mall' as HerdScenario })).toThrow(expect.objectContaining(code));
+    for (const notWorld of [undefined, null, {}, { config: {} }]) expect(() => createHerd(notWorld as never)).toThrow(expect.objectContaining(code));
     expect(() => createHerd(world, { entities: 0 })).toThrow(expect.objectContaining(code));
     expect(() => createHerd(world, { entities: 1.5 })).toThrow(expect.objectContaining(code));
     expect(() => createHerd(world, { entities: 10, viewers: 11 })).toThrow(expect.objectContaining(code));

@@ -34,4 +34,17 @@ describe('vector and portable kernels', () => {
     expect(native.digest).toBe(portable.digest);
     expect(typeof native.profileGuided).toBe('boolean');
   });
+
+  it('SIGHTLINE_SIMD is read in any case, blanks around it ignored', () => {
+    const kernelsWith = (value: string): string => {
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', `import { kernels } from ${JSON.stringify(entry)}; console.log(kernels)`], {
+        encoding: 'utf8',
+        env: { ...process.env, SIGHTLINE_SIMD: value },
+      });
+      if (r.status !== 0) throw new Error(r.stderr);
+      return r.stdout.trim();
+    };
+    for (const off of [' Off ', 'NO', '\t0\n', 'false']) expect(kernelsWith(off)).toBe('portable');
+    expect(['avx512', 'portable']).toContain(kernelsWith('on'));
+  });
 });

@@ -231,6 +231,11 @@ describe('run', () => {
     ];
     for (const options of bad) expect(() => run(world, options as LoopOptions)).toThrow(code);
     expect(() => run({} as World)).toThrow(code);
+    expect(() => run({ tick() {} } as never)).toThrow(code); // a tick method alone is not a World
+    // Only own keys are read: an inherited option is refused rather than half read.
+    expect(() => run(world, Object.create({ ticks: 2, step: 5 }) as LoopOptions)).toThrow(
+      expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT', message: expect.stringContaining('inherited') }),
+    );
     // A misspelt option is refused, not ignored (a `tick` for `ticks` would run forever).
     expect(() => run(world, { tick: 3 } as LoopOptions)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_OPTION' }));
   });

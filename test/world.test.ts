@@ -99,6 +99,14 @@ describe('entities', () => {
     expect(() => new World(config, { capacity: 2 ** 21 })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_CAPACITY' }));
     expect(() => new World(config, { threads: -1 })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_THREADS' }));
     expect(() => new World({} as WorldConfig)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    // The prototype alone does not make a configuration: nothing was validated or derived.
+    const forged = Object.create(WorldConfig.prototype) as WorldConfig;
+    expect(() => new World(forged)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    expect(() => WorldConfig.build(forged)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    // Options are plain objects: a Map or a Date holds no options and is refused, not read as empty.
+    for (const options of [new Map([['capacity', 8]]), new Date()]) {
+      expect(() => new World(config, options as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    }
   });
 });
 

@@ -2,7 +2,7 @@
 // option checks.
 import { lookup as dnsLookup, type LookupOneOptions } from 'node:dns';
 import { isIP } from 'node:net';
-import { SightlineError, describe } from '../errors.js';
+import { SightlineError, describe, isPlainObject } from '../errors.js';
 
 /**
  * dgram `lookup` that answers IP literals synchronously (the default defers every send to the
@@ -50,8 +50,7 @@ export function nowMs(): number {
  * @throws ERR_SIGHTLINE_UNKNOWN_OPTION, ERR_SIGHTLINE_INVALID_ARGUMENT (a callback that is not a function).
  */
 export function checkListenerOptions(what: string, options: object, valid: readonly string[], callbacks: readonly string[]): void {
-  const proto: unknown = Object.getPrototypeOf(options);
-  if (proto === null || Object.getPrototypeOf(proto) === null) {
+  if (isPlainObject(options)) {
     for (const key of Object.keys(options)) {
       if (!valid.includes(key)) {
         throw new SightlineError('ERR_SIGHTLINE_UNKNOWN_OPTION', `unknown ${what} option ${describe(key)}; valid options are ${valid.join(', ')}`);

@@ -80,6 +80,8 @@ Config buildConfig(const ConfigInput& in) {
   requireFinitePositive("viewRadius", in.viewRadius);
   requireFinitePositive("maxSpeed", in.maxSpeed);
   requireFinitePositive("tickHz", in.tickHz);
+  if (in.tickHz > kMaxTickHz)
+    throw CoreError("ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE", "tickHz must be at most " + num(kMaxTickHz) + " Hz, received " + num(in.tickHz));
 
   // Region: a power of two of whole meters, so a cell index is the top bits of a raw coordinate.
   if (in.regionSize > kMaxRegionMeters)

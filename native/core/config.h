@@ -16,6 +16,7 @@ constexpr uint32_t kDespawnRecordBytes = 4;  // despawn record: u32 wire id
 constexpr uint32_t kMaxCellRadius = 8;       // ring order and box are precomputed up to 17 x 17 cells
 constexpr uint32_t kMaxCellsPerAxis = 1024;  // the snapshot clears one counter per cell each tick
 constexpr uint32_t kMaxRegionMeters = 65536; // 2^26 raw: squared distances stay far below 2^63
+constexpr double kMaxTickHz = 1000;         // a tick of 1 ms at the least
 constexpr uint32_t kMaxPayloadBytes = 65507; // largest UDP payload over IPv4
 constexpr int kBandCount = 64;               // band = ilog2(squared distance in raw units), 0..63
 

@@ -20,11 +20,14 @@ bool detect() {
 #endif
 }
 
-// SIGHTLINE_SIMD=off (or 0, false, no; any case) turns the vector kernels off.
+// SIGHTLINE_SIMD=off (or 0, false, no; any case, surrounding blanks ignored) turns the vector
+// kernels off.
 bool offByEnvironment() {
   const char* v = std::getenv("SIGHTLINE_SIMD");
   if (!v) return false;
   std::string s(v);
+  const size_t first = s.find_first_not_of(" \t\r\n"), last = s.find_last_not_of(" \t\r\n");
+  s = first == std::string::npos ? std::string() : s.substr(first, last - first + 1);
   for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
   return s == "off" || s == "0" || s == "false" || s == "no";
 }
