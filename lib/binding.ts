@@ -99,6 +99,7 @@ export interface NativeWorld {
   hasViewer(id: number): boolean;
   viewerCount(): number;
   tick(): Promise<NativeTickResult>;
+  close(): void;
   rebuildSnapshot(): void;
   snapshotInfo(): { count: number; outsideRegion: number; denseCells: number; maxCellOccupancy: number };
   gather(x: number, y: number, walkCap: number, exclude: number): { ids: Uint32Array; d2: Float64Array; examined: number };

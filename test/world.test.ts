@@ -336,3 +336,61 @@ describe('the output buffer limit', () => {
     expect(w.viewerCount).toBe(big + 1);
   });
 });
+
+describe('close', () => {
+  it('refuses every call afterwards with ERR_SIGHTLINE_WORLD_CLOSED; results and positions already handed out stay readable', async () => {
+    const w = new World(config, { capacity: 16, threads: 1 });
+    const a = w.spawn({ x: 100, y: 100, z: 0 });
+    const b = w.spawn({ x: 105, y: 100, z: 0 });
+    w.addViewer(a);
+    const r = await w.tick();
+    const bytes = r.bytesAt(0).slice();
+    const xs = w.positions.x;
+    // Not while a tick runs; the tick then ends as usual.
+    const running = w.tick();
+    expect(() => w.close()).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_TICK_IN_PROGRESS' }));
+    await running;
+    expect(w.closed).toBe(false);
+    w.close();
+    w.close(); // idempotent
+    expect(w.closed).toBe(true);
+    const closed = expect.objectContaining({ code: 'ERR_SIGHTLINE_WORLD_CLOSED' });
+    for (const call of [
+      () => w.spawn({ x: 1, y: 1, z: 0 }),
+      () => w.despawn(b),
+      () => w.isLive(b),
+      () => w.addViewer(b),
+      () => w.tick(),
+      () => w.capacity,
+      () => w.viewerCount,
+      () => w.gather({ x: 100, y: 100 }),
+      () => w.emit(new Uint8Array([1]), { viewer: a }),
+      () => w.run({ ticks: 1 }),
+    ]) {
+      expect(call).toThrow(closed);
+    }
+    expect(xs[w.positions.x.length - 16]).toBeTypeOf('number');
+    expect(r.bytesAt(0)).toEqual(bytes);
+  });
+
+  it('releases the engine: worlds made and closed one after another do not add up', async () => {
+    const cycle = async () => {
+      const w = new World(config, { capacity: 4096, threads: 1 });
+      for (let i = 0; i < 4096; i++) w.addViewer(w.spawn({ x: 100 + (i % 64), y: 100 + Math.floor(i / 64), z: 0 }));
+      await w.tick();
+      w.close();
+    };
+    await cycle();
+    const before = process.memoryUsage().rss;
+    for (let k = 0; k < 6; k++) await cycle(); // each holds ~45 MB of ghost tables and packets until closed or collected
+    expect(process.memoryUsage().rss - before).toBeLessThan(100e6);
+  });
+
+  it('the native world refuses calls after close too', () => {
+    const nw = new native.NativeWorld(config.input, 8, 1, true, false);
+    nw.spawn(0, 0, 0);
+    nw.close();
+    expect(() => nw.spawn(0, 0, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_WORLD_CLOSED' }));
+    expect(() => nw.info()).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_WORLD_CLOSED' }));
+  });
+});

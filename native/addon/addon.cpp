@@ -355,29 +355,53 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   static Napi::Function Init(Napi::Env env) {
     return DefineClass(env, "NativeWorld",
                        {
-                           InstanceMethod<&NativeWorld::Spawn>("spawn"),
-                           InstanceMethod<&NativeWorld::Despawn>("despawn"),
-                           InstanceMethod<&NativeWorld::SlotOf>("slotOf"),
-                           InstanceMethod<&NativeWorld::IsLive>("isLive"),
-                           InstanceMethod<&NativeWorld::Positions>("positions"),
-                           InstanceMethod<&NativeWorld::Odometer>("odometer"),
-                           InstanceMethod<&NativeWorld::AddViewer>("addViewer"),
-                           InstanceMethod<&NativeWorld::RemoveViewer>("removeViewer"),
-                           InstanceMethod<&NativeWorld::HasViewer>("hasViewer"),
-                           InstanceMethod<&NativeWorld::Acknowledge>("acknowledge"),
-                           InstanceMethod<&NativeWorld::AckStats>("ackStats"),
-                           InstanceMethod<&NativeWorld::Emit>("emit"),
-                           InstanceMethod<&NativeWorld::Holders>("holders"),
-                           InstanceMethod<&NativeWorld::ViewerIds>("viewerIds"),
-                           InstanceMethod<&NativeWorld::EventStats>("eventStats"),
-                           InstanceMethod<&NativeWorld::ViewerCount>("viewerCount"),
-                           InstanceMethod<&NativeWorld::Tick>("tick"),
-                           InstanceMethod<&NativeWorld::RebuildSnapshot>("rebuildSnapshot"),
-                           InstanceMethod<&NativeWorld::SnapshotInfo>("snapshotInfo"),
-                           InstanceMethod<&NativeWorld::Gather>("gather"),
-                           InstanceMethod<&NativeWorld::Ghosts>("ghosts"),
-                           InstanceMethod<&NativeWorld::Info>("info"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::Spawn>>("spawn"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::Despawn>>("despawn"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::SlotOf>>("slotOf"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::IsLive>>("isLive"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::Positions>>("positions"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::Odometer>>("odometer"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::AddViewer>>("addViewer"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::RemoveViewer>>("removeViewer"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::HasViewer>>("hasViewer"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::Acknowledge>>("acknowledge"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::AckStats>>("ackStats"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::Emit>>("emit"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::Holders>>("holders"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::ViewerIds>>("viewerIds"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::EventStats>>("eventStats"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::ViewerCount>>("viewerCount"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::Tick>>("tick"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::RebuildSnapshot>>("rebuildSnapshot"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::SnapshotInfo>>("snapshotInfo"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::Gather>>("gather"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::Ghosts>>("ghosts"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::Info>>("info"),
+                           InstanceMethod<&NativeWorld::Close>("close"),
                        });
+  }
+
+  // Method M, on a world not closed (close() released the engine): ERR_SIGHTLINE_WORLD_CLOSED.
+  template <Napi::Value (NativeWorld::*M)(const Napi::CallbackInfo&)>
+  Napi::Value Open(const Napi::CallbackInfo& info) {
+    if (!world_) throw codedError(info.Env(), "ERR_SIGHTLINE_WORLD_CLOSED", "this world was closed");
+    return (this->*M)(info);
+  }
+
+  // close(): releases the engine (entities, viewers and ghost tables, snapshot) now rather than
+  // when the object is collected. Memory JavaScript still holds views of (positions, the packets'
+  // buffers) goes with the last view. Not while a tick runs; idempotent.
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!world_) return env.Undefined();
+    requireIdle(env, "close()");
+    pending_.clear();
+    for (Slot& slot : out_) slot = Slot{};
+    positions_.Reset();
+    for (auto& a : adopted_) a.Reset();
+    world_.reset();
+    pool_.reset();
+    return env.Undefined();
   }
 
   NativeWorld(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeWorld>(info) {
