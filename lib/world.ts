@@ -572,7 +572,10 @@ export class World {
    * probably lost: its records regain their priority. Left out by one more than 32 newer, it is lost
    * for certain: the ghosts it introduced are forgotten (announced again when eligible) and its
    * despawns resent; so a client must drop packets more than 32 sequences older than the newest it
-   * has. During a tick it is checked when called, against the packets sent before that tick (a
+   * has. A ghost never acknowledged regains the priority of a new candidate when its packet is
+   * probably lost (an entity that never moves is announced again too). The first acknowledgement
+   * of a viewer also settles the packets taken as assumed delivered before it (see
+   * {@link ackStats}): the ghosts only they announced are handled as lost for certain. During a tick it is checked when called, against the packets sent before that tick (a
    * sequence never sent is refused then, as after it), and applied when the tick ends.
    * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_ACKS_DISABLED, ERR_SIGHTLINE_INVALID_ACK.
    */
@@ -588,7 +591,9 @@ export class World {
    * Packets resolved for a viewer with acks: acknowledged; lost for certain (left out by an
    * acknowledgement more than 32 sequences newer, or expired); expired (64 packets went by without
    * a word, from a client that had acknowledged before: an outage; what they carried is sent again);
-   * assumed delivered (64 packets went by from a client that never acknowledged); probably lost
+   * assumed delivered (64 packets went by from a client that had never acknowledged: their despawns
+   * are done with, their announcements wait for the first acknowledgement, their events are still
+   * resent); probably lost
    * (left out by one 3 or more newer: their records regained priority at once).
    */
   ackStats(viewer: EntityId): { acked: number; lost: number; assumed: number; probablyLost: number; expired: number } | null {

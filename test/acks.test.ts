@@ -33,6 +33,9 @@ function liveGhosts(world: World, viewer: number): Map<number, { x: number; y: n
   return all;
 }
 
+// AckLog::kReorderTolerance in native/core/world.h: newer acknowledged packets that make one probably lost.
+const AckLogReorderTolerance = 3;
+
 describe('acknowledgements drive the accumulator', () => {
   for (const loss of [0, 0.05, 0.2]) {
     it(`with ${loss * 100}% loss, each client converges to the server's ghost table once the loss stops`, async () => {
@@ -323,19 +326,90 @@ describe('acknowledgements drive the accumulator', () => {
     const x = w.spawn({ x: 1010, y: 1000, z: 0 }); // never moves
     w.addViewer(v, { acks: true });
     const client = new AckingClient(c);
-    await w.tick(); // announces x: lost
+    await w.tick(); // announces x: lost, and so is every packet up to the 41st (no acknowledgement meanwhile)
     expect(w.emit(new Uint8Array([0]), { holders: x })).toBe(1); // not known lost yet
-    for (let t = 0; t < 40 && w.ackStats(v)!.lost === 0; t++) {
-      client.apply((await w.tick()).bytesAt(0)); // nothing new: x does not move
-      w.acknowledge(v, ...client.ack());
-    }
+    for (let t = 0; t < 39; t++) await w.tick();
+    client.apply((await w.tick()).bytesAt(0));
+    w.acknowledge(v, ...client.ack());
     // The first packet is now lost for certain: the server no longer takes the client to hold x.
+    expect(w.ackStats(v)!.lost).toBeGreaterThan(0);
     expect(client.held.has(x)).toBe(false);
     expect(w.emit(new Uint8Array([1]), { holders: x })).toBe(0);
     client.apply((await w.tick()).bytesAt(0)); // announced again
     w.acknowledge(v, ...client.ack());
     expect(client.held.has(x)).toBe(true);
     expect(w.emit(new Uint8Array([2]), { holders: x })).toBe(1);
+  });
+
+  it('a lost announcement of an entity that never moves is sent again once the packet is probably lost', async () => {
+    for (const sendPeriod of [1, 4]) {
+      const c = WorldConfig.build();
+      const w = new World(c, { capacity: 8, threads: 1 });
+      const v = w.spawn({ x: 1000, y: 1000, z: 0 });
+      w.addViewer(v, { acks: true, sendPeriod });
+      const client = new AckingClient(c);
+      let packets = 0;
+      const next = async (): Promise<Uint8Array> => {
+        for (;;) {
+          const r = await w.tick();
+          if (r.count > 0) return (packets++, r.bytesAt(0));
+        }
+      };
+      client.apply(await next());
+      w.acknowledge(v, ...client.ack());
+      const e = w.spawn({ x: 1005, y: 1000, z: 0 }); // never moves
+      await next(); // announces e: lost
+      const lostAt = packets;
+      while (!client.held.has(e) && packets < lostAt + 40) {
+        client.apply(await next());
+        w.acknowledge(v, ...client.ack());
+      }
+      // Three newer packets acknowledged make it probably lost; the next packet carries e again.
+      expect(client.held.has(e)).toBe(true);
+      expect(packets - lostAt).toBeLessThanOrEqual(AckLogReorderTolerance + 1);
+    }
+  });
+
+  it('a client that first acknowledges 64 or more packets after it was added still gets the entities that never move', async () => {
+    for (const firstDelivered of [63, 64, 100]) {
+      const c = WorldConfig.build();
+      const w = new World(c, { capacity: 64, threads: 1, recordGhostPositions: true });
+      const v = w.spawn({ x: 100, y: 100, z: 0 });
+      const still: number[] = [];
+      for (let i = 0; i < 10; i++) still.push(w.spawn({ x: 100 + i, y: 110, z: 0 }));
+      w.addViewer(v, { acks: true });
+      const client = new AckingClient(c);
+      for (let t = 0; t < firstDelivered + 40; t++) {
+        const bytes = (await w.tick()).bytesAt(0);
+        if (t < firstDelivered) continue; // the client is not listening yet
+        client.apply(bytes);
+        w.acknowledge(v, ...client.ack());
+      }
+      expect(still.filter((id) => client.held.has(id))).toEqual(still);
+      expect(new Map([...client.held].sort(([a], [b]) => a - b))).toEqual(new Map([...liveGhosts(w, v)].sort(([a], [b]) => a - b)));
+    }
+  });
+
+  it('an id that comes back after its generation wraps, while a viewer still holds the old entity, is sent at its new position', async () => {
+    const c = WorldConfig.build();
+    const w = new World(c, { capacity: 2, threads: 1, recordGhostPositions: true });
+    const v = w.spawn({ x: 100, y: 100, z: 0 });
+    w.addViewer(v);
+    const e0 = w.spawn({ x: 110, y: 100, z: 0 });
+    await w.tick();
+    await w.tick();
+    let id = e0;
+    let respawns = 0;
+    do {
+      w.despawn(id);
+      id = w.spawn({ x: 150, y: 100, z: 0 });
+      respawns++;
+    } while (id !== e0);
+    expect(respawns).toBe(4096);
+    const r = await w.tick();
+    expect(decodePacketRaw(r.bytesAt(0), c, createRawPacket(1200)).updateCount).toBe(1);
+    expect(serverGhosts(w, v).get(e0)!.x).toBe(150 * 1024);
+    expect(w.odometer(e0)).toBe(0); // the odometer of the new entity starts at 0 all the same
   });
 
   it('a log slot reused after a probably-lost packet still gives a lost update its priority back', async () => {

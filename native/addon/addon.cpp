@@ -628,7 +628,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   Napi::Value Odometer(const Napi::CallbackInfo& info) {
     uint32_t id = idArg(info, 0);
     uint32_t slot = guarded(info.Env(), [&] { return world_->entities().checkedSlot(id); });
-    return Napi::Number::New(info.Env(), world_->entities().odometer()[slot]);
+    return Napi::Number::New(info.Env(), world_->entities().travelled(slot));
   }
   Napi::Value AddViewer(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();

@@ -15,6 +15,7 @@ EntityStore::EntityStore(uint32_t capacity)
       z_(owned_.get() + size_t{2} * capacity),
       prev_(size_t{3} * capacity),
       odometer_(capacity),
+      odometerBase_(capacity),
       generation_(capacity),
       alive_(capacity),
       wrapped_(capacity),
@@ -47,7 +48,8 @@ uint32_t EntityStore::spawn(int32_t x, int32_t y, int32_t z) {
   x_[slot] = x, y_[slot] = y, z_[slot] = z;
   alive_[slot] = 1;
   fresh_[slot] = 1;
-  odometer_[slot] = 0;
+  odometer_[slot] += kSpawnOdometerStep;  // wraps by design
+  odometerBase_[slot] = odometer_[slot];
   ++liveCount_;
   return makeId(slot, generation_[slot]);
 }

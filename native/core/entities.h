@@ -42,8 +42,16 @@ class EntityStore {
   bool isLive(uint32_t id) const;
 
   // Odometer: each live slot adds |dx|+|dy|+|dz| (raw) since the previous tick, wrapping at 2^32.
-  // A slot's first tick after spawning adds 0.
+  // A slot's first tick after spawning adds 0. The total runs on across a slot's incarnations, and
+  // each spawn adds kSpawnOdometerStep to it: a ghost that a viewer still holds of the slot's
+  // previous incarnation, whose id the new one repeats once the 12-bit generation wraps, then
+  // scores as moved (by at least that step) and is sent at its new position.
   void advanceOdometer();
+  // Raw units (about 512 m). Odd, so no count of spawns below 2^32 adds a multiple of 2^32 (no
+  // drift of 0); the 4,096 spawns of one generation wrap add 2^31 + 4,096.
+  static constexpr uint32_t kSpawnOdometerStep = (1u << 19) + 1;
+  // Raw units travelled by the entity in `slot` since it spawned (wrapping at 2^32).
+  uint32_t travelled(uint32_t slot) const { return odometer_[slot] - odometerBase_[slot]; }
 
   int32_t* x() { return x_; }
   int32_t* y() { return y_; }
@@ -63,6 +71,7 @@ class EntityStore {
   int32_t* z_;
   std::vector<int32_t> prev_;  // previous tick's x, y, z interleaved (3 per slot)
   std::vector<uint32_t> odometer_;
+  std::vector<uint32_t> odometerBase_;  // odometer_ when the slot's entity spawned
   std::vector<uint16_t> generation_;
   std::vector<uint8_t> alive_;
   std::vector<uint8_t> wrapped_;  // per slot: its generation has wrapped (every generation was issued)

@@ -45,8 +45,8 @@ void World::serve(Viewer& v, Scratch& s) {
 
   // Acknowledgements: this packet's slot in the log. A packet still unresolved there, 64 packets
   // on, is taken as lost once the client has acknowledged anything (it went silent: an outage;
-  // what it carried is sent again), else as delivered (a client that never acknowledges gets what
-  // a viewer without acknowledgements gets). Done first: it may remove entries.
+  // what it carried is sent again), else as assumed delivered (a client that never acknowledges
+  // gets what a viewer without acknowledgements gets). Done first: it may remove entries.
   AckLog* log = v.ackLog.get();
   const uint32_t logSlot = v.sequence % AckLog::kPackets;
   if (log && log->packets[logSlot].used) {
@@ -54,8 +54,7 @@ void World::serve(Viewer& v, Scratch& s) {
       resolvePacket(v, log->packets[logSlot], logSlot, AckLog::Lost);
       ++log->expired;
     } else {
-      resolvePacket(v, log->packets[logSlot], logSlot, AckLog::Delivered);
-      --log->acked, ++log->assumed;
+      resolvePacket(v, log->packets[logSlot], logSlot, AckLog::Assumed);
     }
   }
 

@@ -69,8 +69,9 @@ void World::removeViewer(uint32_t avatarId) {
   viewers_.erase(std::find_if(viewers_.begin(), viewers_.end(), [gone](const std::unique_ptr<Viewer>& p) { return p.get() == gone; }));
 }
 
-void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::Outcome outcome) {
+void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::Outcome outcome) const {
   const bool delivered = outcome == AckLog::Delivered, probably = outcome == AckLog::ProbablyLost;
+  const bool assumed = outcome == AckLog::Assumed;
   AckLog& log = *v.ackLog;
   GhostTable& gt = v.ghosts;
   const uint32_t* ids = log.updateIds.data() + size_t{slot} * log.maxUpdates;
@@ -82,7 +83,7 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
     GhostAck& a = gt.ackAt(uint32_t(e));
     if (int16_t(uint16_t(p.sequence - a.born)) < 0) continue;  // a record of an earlier incarnation
     if (!probably && a.inflight > 0) --a.inflight;
-    if (ge.state == kDespawnSent) continue;
+    if (ge.state == kDespawnSent || assumed) continue;
     if (delivered) {
       if (!a.confirmed || int32_t(marks[i] - a.ackedMark) > 0) a.ackedMark = marks[i];
       a.confirmed = 1;
@@ -95,8 +96,9 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
       if (!(ge.flags & kQueued)) ge.flags |= kQueued, gt.enqueue(ge.id);
     } else if (!p.probablyLost && ge.mark == marks[i]) {
       // Nothing newer went out: the drift since the acknowledged mark counts again. A ghost never
-      // acknowledged has ackedMark 0, so it scores as moved by its whole odometer.
-      ge.mark = a.ackedMark;
+      // acknowledged (its announcement may be what was lost) scores as a new candidate does, plus
+      // its drift since: an entity that never moves is announced again too.
+      ge.mark = a.confirmed ? a.ackedMark : marks[i] - config_.newDrift;
     }
   }
   if (probably) {
@@ -112,7 +114,7 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
     if (ge.state != kDespawnSent) continue;  // announced again since: the client holds it
     // Announced again and despawned again since: the despawn in flight is a later packet's.
     if (gt.ackAt(uint32_t(e)).despawnSequence != p.sequence) continue;
-    if (delivered) {
+    if (delivered || assumed) {
       gt.remove(uint32_t(e));
     } else {
       ge.state = kDeparting;  // resend the despawn
@@ -121,6 +123,7 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
   }
   if (delivered && p.events && v.events) v.events->acknowledge(p.firstEvent, p.events);
   if (delivered) ++log.acked;
+  else if (assumed) ++log.assumed;
   else ++log.lost;
   p.used = 0;
 }
@@ -150,7 +153,23 @@ void World::acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits) {
                                                        " was added without { acks: true }; its packets are not logged");
   checkAck(v, ack, v.sequence, v.passes);
   AckLog& log = *v.ackLog;
-  log.acknowledging = true;
+  if (!log.acknowledging) {
+    // The first acknowledgement. Packets resolved before it were only assumed delivered (the
+    // client may not have been listening yet): a ghost that no packet still in the log carries is
+    // unconfirmed for good, so it is handled as if its announcement were lost for certain. It is
+    // announced again when eligible, and a despawn goes out otherwise (ignored by a client that
+    // never got it).
+    log.acknowledging = true;
+    GhostTable& gt = v.ghosts;
+    for (uint32_t i = 0; i < gt.size(); ++i) {
+      GhostEntry& ge = gt.at(i);
+      const GhostAck& a = gt.ackAt(i);
+      if (ge.state == kDespawnSent || a.confirmed || a.inflight > 0 || (ge.flags & kUnheld)) continue;
+      ge.flags |= kUnheld;
+      if (ge.state == kLive) ge.state = kDeparting;
+      if (!(ge.flags & kQueued)) ge.flags |= kQueued, gt.enqueue(ge.id);
+    }
+  }
   for (uint32_t slot = 0; slot < AckLog::kPackets; ++slot) {
     AckLog::Packet& p = log.packets[slot];
     if (!p.used) continue;

@@ -37,8 +37,10 @@ struct ViewerOptions {
 
 // Packets in flight to a viewer whose client acknowledges: for each, the updates (id, mark) and
 // despawn ids it carried. 64 packets; a slot reused before its packet was resolved is taken as
-// lost once the client has acknowledged anything, else as delivered (what a viewer without
-// acknowledgements assumes of every packet).
+// lost once the client has acknowledged anything, else as assumed delivered (what a viewer
+// without acknowledgements assumes of every packet): its despawns are done with, but nothing it
+// carried counts as confirmed and its events stay unacknowledged. When the first acknowledgement
+// comes, the ghosts known only from such packets are announced again (see World::acknowledge).
 struct AckLog {
   static constexpr uint32_t kPackets = 64;
   // An acknowledgement at least this many sequences newer that leaves a packet out makes it
@@ -48,7 +50,7 @@ struct AckLog {
   // for certain, provided the client drops packets that old. Its new ghosts are forgotten and its
   // despawns resent.
   static constexpr uint32_t kAckWindow = 32;
-  enum Outcome : uint8_t { Delivered, ProbablyLost, Lost };
+  enum Outcome : uint8_t { Delivered, ProbablyLost, Lost, Assumed };
   AckLog(uint32_t maxUpdates, uint32_t maxDespawns)
       : maxUpdates(maxUpdates),
         maxDespawns(maxDespawns),
@@ -237,7 +239,7 @@ class World {
   void serve(Viewer& v, Scratch& s);
   // Throws ERR_SIGHTLINE_INVALID_ACK unless `ack` is one of the `passes` sequences up to sequence - 1.
   static void checkAck(const Viewer& v, uint16_t ack, uint16_t sequence, uint32_t passes);
-  static void resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::Outcome outcome);
+  void resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::Outcome outcome) const;
 
   Config config_;
   EntityStore store_;
