@@ -63,8 +63,11 @@ export interface LoopOptions {
   lateToleranceMs?: number;
 }
 
-/** Why a loop ended. */
-export type LoopEndReason = 'completed' | 'stopped' | 'aborted';
+/**
+ * Why a loop ended: `ticks` ran (`'completed'`), {@link LoopHandle.stop} (`'stopped'`), the
+ * signal (`'aborted'`), or {@link World.close} between ticks or in a step (`'closed'`).
+ */
+export type LoopEndReason = 'completed' | 'stopped' | 'aborted' | 'closed';
 
 /** Totals of a loop that ended normally. */
 export interface LoopSummary {
@@ -224,11 +227,20 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
           continue;
         }
         const isLate = lateness > tolerance;
+        // World.close() between ticks (it refuses to run during one) ends the loop here.
+        if (world.closed) {
+          reason = 'closed';
+          break;
+        }
         if (step) {
           const r = step(n, world);
           if (isThenable(r)) await r;
         }
         const stepped = performance.now();
+        if (world.closed) {
+          reason = 'closed'; // closed by the step
+          break;
+        }
         const result = await world.tick();
         const ticked = performance.now();
         ran++;

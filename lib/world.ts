@@ -421,7 +421,9 @@ export class World {
    * From then on every method and getter but `closed` and `close` throws
    * `ERR_SIGHTLINE_WORLD_CLOSED`. `positions` and the packets of results already delivered stay
    * readable (their memory goes with the last view of it), but nothing reads or writes them any
-   * more. Idempotent.
+   * more. Idempotent. A {@link run} loop on this world ends at its next tick with reason
+   * `'closed'`; while a tick runs close() throws, so to end a loop and close at once:
+   * `handle.stop(); await handle.done; world.close()`.
    * @throws ERR_SIGHTLINE_TICK_IN_PROGRESS (a tick is running: await it first).
    */
   close(): void {

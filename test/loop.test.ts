@@ -199,6 +199,30 @@ describe('run', () => {
     expect(await runLoop(world, { signal: pre.signal })).toMatchObject({ ticks: 0, reason: 'aborted' });
   });
 
+  it('World.close() between ticks, or in a step, ends the loop with reason closed; during a tick it is refused', async () => {
+    const world = makeWorld();
+    let steps = 0;
+    const handle = run(world, { step: () => void steps++ });
+    await sleep(120);
+    // Between ticks here or the tick is running: either close() works, or it is refused and works once the tick is done.
+    for (;;) {
+      try {
+        world.close();
+        break;
+      } catch (e) {
+        expect((e as { code?: string }).code).toBe('ERR_SIGHTLINE_TICK_IN_PROGRESS');
+        await sleep(1);
+      }
+    }
+    const stepsAtClose = steps;
+    const summary = await handle.done;
+    expect(summary.reason).toBe('closed');
+    expect(steps - stepsAtClose).toBeLessThanOrEqual(1); // a step already started may finish; no tick runs after
+    const other = makeWorld();
+    const closedInStep = await runLoop(other, { step: (n, w) => void (n === 2 && w.close()) });
+    expect(closedInStep).toMatchObject({ ticks: 2, reason: 'closed' });
+  });
+
   it('refuses a second loop on a world while one runs, and takes one once it has ended', async () => {
     const world = makeWorld();
     const first = world.run({ ticks: 3 });
