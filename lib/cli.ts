@@ -10,7 +10,7 @@
 import cliProgress from 'cli-progress';
 import { Command, CommanderError, Option } from 'commander';
 import { packageVersion } from './binding.js';
-import { WorldConfig } from './config.js';
+import { HEADER_BYTES, RECORD_BYTES, WorldConfig } from './config.js';
 import {
   isEntryPoint,
   ERR_INVALID_FLAG,
@@ -87,6 +87,7 @@ export interface HerdReport {
     payloadBytes: number;
     /** Bytes per packet held back for reliable events (96 with `--net udp`, else 0). */
     eventReserveBytes: number;
+    /** Update slots with the whole event reserve in use (config.slotsPerPacket); without events, metrics.recordsPerPacket.slots. */
     slotsPerPacket: number;
     walkCap: number;
     ghostCap: number;
@@ -215,6 +216,13 @@ export async function runHerd(
 }
 
 /** Renders a herd report as readable text. */
+// "98 slots", or with an event reserve "98 slots, 90 while events take the reserve": events take
+// their reserve only when some are waiting.
+function slotsText(c: HerdReport['config']): string {
+  const free = Math.floor((c.payloadBytes - HEADER_BYTES) / RECORD_BYTES);
+  return free === c.slotsPerPacket ? `${free} slots` : `${free} slots, ${c.slotsPerPacket} while events take the reserve`;
+}
+
 export function formatHerdReport(r: HerdReport): string {
   const m = r.metrics;
   const ms = (v: number): string => `${fmt(v, 2)} ms`;
@@ -272,9 +280,9 @@ export function formatHerdReport(r: HerdReport): string {
   const clients = r.network ? ` + ${fmt(r.network.clients)} UDP clients` : '';
   const head =
     `sightline herd: ${r.scenario}, ${fmt(r.entities)} entities, ${fmt(r.viewers)} viewers${clients}, ` +
-    `${r.threads} thread${r.threads === 1 ? '' : 's'}, seed ${r.seed}, ${fmt(r.seconds, 1)} s at ${r.config.tickHz} Hz, overrun ${r.overrun}` +
+    `${r.threads} thread${r.threads === 1 ? '' : 's'}, seed ${r.seed}, ${r.seconds} s at ${r.config.tickHz} Hz, overrun ${r.overrun}` +
     `\nregion ${r.config.regionSize} m, view radius ${r.config.viewRadius} m, cell ${r.config.cellSize} m, ` +
-    `${r.config.payloadBytes}-byte packets (${r.config.slotsPerPacket} slots), walk cap ${r.config.walkCap}, ghost cap ${r.config.ghostCap}; set-up ${fmt(r.setupMs)} ms`;
+    `${r.config.payloadBytes}-byte packets (${slotsText(r.config)}), walk cap ${r.config.walkCap}, ghost cap ${r.config.ghostCap}; set-up ${fmt(r.setupMs)} ms`;
   const verdict = m.targets.allMet ? 'targets met' : 'targets MISSED';
   return `${head}\n\n${renderTable(rows)}\n\n  ${verdict} (p50 ≤ ${TARGETS.passP50Ms} ms, p99 ≤ ${TARGETS.passP99Ms} ms, no late ticks)\n`;
 }

@@ -81,7 +81,7 @@ describe('sightline herd', () => {
   it('prints a readable report without --json', () => {
     const r = sightline('herd', '--scenario', 'trips', '--entities', '500', '--viewers', '50', '--seconds', '0.5');
     expect(r.status).toBe(0);
-    for (const text of ['sightline herd: trips, 500 entities, 50 viewers', 'pass time p50', '≤ 12 ms', 'records per packet', 'of 98 slots', 'late ticks', 'bandwidth, per client', 'in range, never sent', 'event-loop delay']) {
+    for (const text of ['sightline herd: trips, 500 entities, 50 viewers', '1200-byte packets (98 slots)', 'pass time p50', '≤ 12 ms', 'records per packet', 'of 98 slots', 'late ticks', 'bandwidth, per client', 'in range, never sent', 'event-loop delay']) {
       expect(r.stdout).toContain(text);
     }
     expect(r.stdout).toMatch(/targets (met|MISSED)/);

@@ -107,7 +107,8 @@ describe('sightline herd --net udp', () => {
   it('prints a network section without --json', () => {
     const r = sightline('herd', '--scenario', 'uniform', '--entities', '500', '--net', 'udp', '--clients', '5', '--seconds', '0.5');
     expect(r.status).toBe(0);
-    for (const text of ['0 viewers + 5 UDP clients', 'clients connected', '5 of 5', 'packets sent / dropped (server)', 'perceived error mean / p99', 'events lost / duplicated']) {
+    // The header counts slots as the report does (no events waiting), and names the reserve's cost.
+    for (const text of ['0 viewers + 5 UDP clients', '1200-byte packets (98 slots, 90 while events take the reserve)', 'clients connected', '5 of 5', 'packets sent / dropped (server)', 'perceived error mean / p99', 'events lost / duplicated']) {
       expect(r.stdout).toContain(text);
     }
   });
