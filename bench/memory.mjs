@@ -8,6 +8,10 @@ if (typeof globalThis.gc !== 'function') {
   process.exit(2);
 }
 const ticks = Number(process.argv[2] ?? 10_000);
+if (!Number.isInteger(ticks) || ticks <= 1000) {
+  console.error(`usage: node --expose-gc bench/memory.mjs [ticks]: ticks must be an integer above 1000 (the heap is compared at tick 1,000 and at the last), received ${process.argv[2]}`);
+  process.exit(2);
+}
 const world = new World(WorldConfig.build(), { capacity: 4096, threads: 2 });
 const herd = createHerd(world, { scenario: 'uniform', entities: 4000, viewers: 1000, seed: 3 });
 let bytes = 0;
@@ -22,6 +26,7 @@ for (let t = 1; t <= ticks; t++) {
   }
   if (t % 1000 === 0) process.stderr.write(`tick ${t}/${ticks}\r`);
 }
+process.stderr.write('\n'); // end the progress line before the JSON
 const [a, b] = heap;
 console.log(
   JSON.stringify({

@@ -23,16 +23,23 @@ const SECTIONS = ['pass', 'scaling', 'snapshot', 'gather', 'js', 'peers', 'micro
 const BEGIN = '<!-- BEGIN GENERATED: bench/run.mjs rewrites everything from here to the END marker -->';
 const END = '<!-- END GENERATED -->';
 
-const { values: argv } = parseArgs({
-  options: {
-    quick: { type: 'boolean', default: false },
-    only: { type: 'string' },
-    out: { type: 'string' },
-    help: { type: 'boolean', short: 'h', default: false },
-  },
-});
+const USAGE = 'usage: node bench/run.mjs [--quick] [--only ' + SECTIONS.join(',') + '] [--out FILE]\n';
+let argv;
+try {
+  ({ values: argv } = parseArgs({
+    options: {
+      quick: { type: 'boolean', default: false },
+      only: { type: 'string' },
+      out: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  }));
+} catch (e) {
+  process.stderr.write(`${e.message}\n${USAGE}`);
+  process.exit(2);
+}
 if (argv.help) {
-  process.stdout.write('usage: node bench/run.mjs [--quick] [--only ' + SECTIONS.join(',') + '] [--out FILE]\n');
+  process.stdout.write(USAGE);
   process.exit(0);
 }
 const quick = argv.quick;

@@ -273,7 +273,7 @@ export function checkLayout(config: unknown, name = 'config'): asserts config is
     if (typeof v !== 'number' || v >>> 0 !== v)
       fail(
         'ERR_SIGHTLINE_INVALID_ARGUMENT',
-        `${name}.${LAYOUT_FIELDS[i]} must be a non-negative integer (a WorldConfig or a packet layout { ${LAYOUT_FIELDS.join(', ')} }), received ${describe(v)}`,
+        `${name}.${LAYOUT_FIELDS[i]} must be an integer from 0 to 2^32 - 1 (a WorldConfig or a packet layout { ${LAYOUT_FIELDS.join(', ')} }), received ${describe(v)}`,
       );
   }
   // The relations a WorldConfig's layout always has: regionRaw = 2^regionShift, verticalRaw fits

@@ -418,10 +418,10 @@ export class World {
   /**
    * Releases the engine now rather than when the World is collected: entities, viewers and their
    * ghost tables, the snapshot (about 10 KB per viewer at the default ghostCap, more with acks).
-   * From then on every method and getter but `closed` and `close` throws
-   * `ERR_SIGHTLINE_WORLD_CLOSED`. `positions` and the packets of results already delivered stay
-   * readable (their memory goes with the last view of it), but nothing reads or writes them any
-   * more. Idempotent. A {@link run} loop on this world ends at its next tick with reason
+   * From then on every method, and every getter that asks the engine, throws
+   * `ERR_SIGHTLINE_WORLD_CLOSED`; `config`, `externalBuffers`, `eventsDropped`, `closed`,
+   * `positions` and the packets of results already delivered stay readable (their memory goes
+   * with the last view of it), but nothing reads or writes them any more. Idempotent. A {@link run} loop on this world ends at its next tick with reason
    * `'closed'`; while a tick runs close() throws, so to end a loop and close at once:
    * `handle.stop(); await handle.done; world.close()`.
    * @throws ERR_SIGHTLINE_TICK_IN_PROGRESS (a tick is running: await it first).
@@ -614,6 +614,7 @@ export class World {
    * that is not an entity id, as {@link isLive}.
    */
   hasViewer(avatar: EntityId): boolean {
+    this.#requireOpen();
     if (!isId(avatar)) return false;
     try {
       return this.#native.hasViewer(avatar);
@@ -672,8 +673,8 @@ export class World {
    * @throws Checked in this order: ERR_SIGHTLINE_INVALID_ARGUMENT (bytes not a Uint8Array; a target
    *   that is not exactly one of the three forms, a viewer or holders that is not an integer entity
    *   id from 0 to 2^32 - 1, a near.x / near.y that is not finite, a radius that is not finite and
-   *   ≥ 0), ERR_SIGHTLINE_EVENTS_DISABLED (the config has no event reserve: eventReserveBytes 5 or
-   *   less), ERR_SIGHTLINE_INVALID_ARGUMENT (empty bytes), ERR_SIGHTLINE_EVENT_TOO_LARGE,
+   *   ≥ 0), ERR_SIGHTLINE_EVENTS_DISABLED (the config has no event reserve: eventReserveBytes 0),
+   *   ERR_SIGHTLINE_INVALID_ARGUMENT (empty bytes), ERR_SIGHTLINE_EVENT_TOO_LARGE,
    *   ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_EVENTS_DISABLED (a `{ viewer }` added without
    *   acks), ERR_SIGHTLINE_EVENT_QUEUE_FULL (not while deferred).
    */
