@@ -425,7 +425,7 @@ describe('arguments', () => {
       }
     }
     expect(errorOf(() => decodePacket(ok, {} as never)).message).toBe(
-      'config.regionRaw must be a non-negative integer (a WorldConfig or a packet layout { regionRaw, regionShift, verticalRaw, zBits, quantShift }), received undefined',
+      'config.regionRaw must be an integer from 0 to 2^32 - 1 (a WorldConfig or a packet layout { regionRaw, regionShift, verticalRaw, zBits, quantShift }), received undefined',
     );
     expect(decodePacket(ok, layout).updates).toEqual(decodePacket(ok, config).updates);
   });

@@ -221,7 +221,7 @@ describe('ClientWorld', () => {
     for (const layout of [{}, { regionRaw: config.regionRaw }, { ...config, zBits: '20' }]) {
       expect(() => new ClientWorld(layout as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     }
-    expect(() => new ClientWorld({} as never)).toThrow('layout.regionRaw must be a non-negative integer');
+    expect(() => new ClientWorld({} as never)).toThrow('layout.regionRaw must be an integer from 0 to 2^32 - 1');
   });
 });
 
