@@ -71,6 +71,18 @@ export interface NativeTickStats {
   passMicros: number;
 }
 
+/**
+ * The fields of the Float64Array a native tick resolves with, in order (the addon's
+ * kTickMetaFields, checked against it when the addon loads): the tick, the packets, the generation
+ * of the output views (see NativeWorld.outputViews), then every NativeTickStats field.
+ */
+export const TICK_META_FIELDS = [
+  'tick', 'count', 'views', 'served', 'skippedNotDue', 'skippedAvatarGone', 'skippedOutsideRegion', 'candidates',
+  'examined', 'eligible', 'records', 'newGhosts', 'despawns', 'bytes', 'ghostTableFull', 'pressureEvictions',
+  'subscriptionChanges', 'events', 'eventBytes', 'entities', 'outsideRegion', 'denseCells', 'odometerMicros',
+  'snapshotMicros', 'passMicros',
+] as const;
+
 export interface NativeTickResult {
   tick: number;
   buffer: ArrayBuffer;
@@ -98,7 +110,10 @@ export interface NativeWorld {
   removeViewer(id: number): void;
   hasViewer(id: number): boolean;
   viewerCount(): number;
-  tick(): Promise<NativeTickResult>;
+  /** Resolves with the tick's metadata (TICK_META_FIELDS), in a Float64Array reused two ticks later. */
+  tick(): Promise<Float64Array>;
+  /** The output buffer and packet index of the slot a tick's parity uses, as its last tick left them. */
+  outputViews(which: number): { buffer: ArrayBuffer; index: Uint32Array } | null;
   close(): void;
   rebuildSnapshot(): void;
   snapshotInfo(): { count: number; outsideRegion: number; denseCells: number; maxCellOccupancy: number };
@@ -147,6 +162,8 @@ export interface NativeBinding {
   /** Cells entered and left between two boxes, as flat [x, y, x, y, ...] pairs. */
   subscriptionDiff(prev: SubscriptionBox | null, next: SubscriptionBox | null): { entered: Int32Array; left: Int32Array };
   napiVersion: number;
+  /** The addon's own list of TICK_META_FIELDS. */
+  tickMetaFields: string[];
   /** Which vector kernels the pass runs: see `kernels` in index.ts. */
   kernels: 'avx512' | 'portable';
   /** Whether this addon was built with profile-guided optimization: see `profileGuided` in world.ts. */
@@ -173,3 +190,43 @@ const nodeGypBuild = require('node-gyp-build') as (dir: string) => unknown;
 
 /** The loaded addon. */
 export const native = nodeGypBuild(packageRoot()) as NativeBinding;
+if (native.tickMetaFields.join() !== TICK_META_FIELDS.join()) {
+  throw new Error(`sightline: the addon's tick fields (${native.tickMetaFields.join()}) are not this package's (rebuild the addon: npm run build)`);
+}
+
+/**
+ * Reads a tick's metadata into a NativeTickResult, given the slot's buffer and index. Builds the
+ * stats in JavaScript: cheaper, right after a pass, than the addon building them through Node-API.
+ */
+export function readTickMeta(m: Float64Array, views: { buffer: ArrayBuffer; index: Uint32Array }): NativeTickResult {
+  return {
+    tick: m[0],
+    count: m[1],
+    buffer: views.buffer,
+    index: views.index,
+    stats: {
+      served: m[3],
+      skippedNotDue: m[4],
+      skippedAvatarGone: m[5],
+      skippedOutsideRegion: m[6],
+      candidates: m[7],
+      examined: m[8],
+      eligible: m[9],
+      records: m[10],
+      newGhosts: m[11],
+      despawns: m[12],
+      bytes: m[13],
+      ghostTableFull: m[14],
+      pressureEvictions: m[15],
+      subscriptionChanges: m[16],
+      events: m[17],
+      eventBytes: m[18],
+      entities: m[19],
+      outsideRegion: m[20],
+      denseCells: m[21],
+      odometerMicros: m[22],
+      snapshotMicros: m[23],
+      passMicros: m[24],
+    },
+  };
+}

@@ -1,7 +1,7 @@
 // World: the public face of one region's engine. Entities, viewers, positions (zero copy), and the
 // async tick that runs the replication pass off the JavaScript thread.
 import { markAsUntransferable } from 'node:worker_threads';
-import { native, type NativeTickResult, type NativeTickStats, type NativeWorld } from './binding.js';
+import { native, readTickMeta, type NativeTickResult, type NativeTickStats, type NativeWorld } from './binding.js';
 import { WorldConfig } from './config.js';
 import { SightlineError, describe, readOptions } from './errors.js';
 import { toMeters, toRaw } from './fixed.js';
@@ -352,6 +352,7 @@ export class World {
   readonly externalBuffers: boolean;
   readonly #engine: NativeWorld;
   #closed = false;
+  #views: ({ generation: number; buffer: ArrayBuffer; index: Uint32Array } | undefined)[] = [undefined, undefined];
   #epoch = 0;
   #ticking = false;
   #deferredEvents: { bytes: Uint8Array; target: CheckedTarget }[] = [];
@@ -630,7 +631,7 @@ export class World {
    * @throws ERR_SIGHTLINE_TICK_IN_PROGRESS (synchronously) when the previous tick has not ended.
    */
   tick(): Promise<TickResult> {
-    let p: Promise<NativeTickResult>;
+    let p: Promise<Float64Array>;
     try {
       p = this.#native.tick();
     } catch (e) {
@@ -639,11 +640,20 @@ export class World {
     const epoch = ++this.#epoch;
     this.#ticking = true;
     return p.then(
-      (r) => {
+      (meta) => {
         this.#ticking = false;
         this.#flushEvents();
-        if (!this.externalBuffers) markAsUntransferable(r.buffer);  // the engine copies into it again
-        return new TickResult(this, epoch, r);
+        // The output slot of this tick's parity: its buffer and index, fetched again only when the
+        // addon made new ones (the `views` generation changed).
+        const which = meta[0] & 1;
+        let views = this.#views[which];
+        if (views === undefined || views.generation !== meta[2]) {
+          const v = this.#engine.outputViews(which)!;
+          views = { generation: meta[2], buffer: v.buffer, index: v.index };
+          this.#views[which] = views;
+          if (!this.externalBuffers) markAsUntransferable(v.buffer);  // the engine copies into it again
+        }
+        return new TickResult(this, epoch, readTickMeta(meta, views));
       },
       (e) => {
         this.#ticking = false;

@@ -55,7 +55,9 @@ describe('sightline herd --net udp', () => {
     } catch {
       // not Linux: the OS decides
     }
-    expect(n.acksApplied).toBeLessThanOrEqual(n.bots.acksSent);
+    // The bots report their counters while the last tick's packets may still be on their way to
+    // them: acks they send after reporting can still reach the server (one per client at most).
+    expect(n.acksApplied).toBeLessThanOrEqual(n.bots.acksSent + n.connected);
     if (2 * rmemMax >= 1 << 20) expect(n.acksApplied).toBeGreaterThanOrEqual(0.995 * n.bots.acksSent);
   }, 60_000);
 
@@ -80,7 +82,9 @@ describe('sightline herd --net udp', () => {
     expect(n.bots.datagramsReceived).toBeGreaterThanOrEqual(n.bots.gamePackets);
     expect(n.bots.acksSent).toBeGreaterThan(0);
     expect(n.acksApplied).toBeGreaterThan(0);
-    expect(n.acksApplied).toBeLessThanOrEqual(n.bots.acksSent);
+    // The bots report their counters while the last tick's packets may still be on their way to
+    // them: acks they send after reporting can still reach the server (one per client at most).
+    expect(n.acksApplied).toBeLessThanOrEqual(n.bots.acksSent + n.connected);
     expect(n.acksRefused).toBe(0);
 
     // One heartbeat per client per second: ticks 0 and 20 of a 2 s run.

@@ -158,10 +158,14 @@ describe('positions are zero-copy views', () => {
     const id = nw.spawn(toRaw(100), toRaw(100), 0);
     nw.addViewer(id, 1200, 1, false);
     await nw.tick();
-    const out = (await nw.tick()).buffer;
-    structuredClone(out, { transfer: [out] });  // the packets' buffer: a new one is made
+    const which = (await nw.tick())[0] & 1; // the tick's parity: its output slot
+    const out = nw.outputViews(which)!.buffer;
+    structuredClone(out, { transfer: [out] }); // the packets' buffer: a new one is made
     await nw.tick();
-    expect((await nw.tick()).buffer.byteLength).toBeGreaterThan(0);
+    const again = await nw.tick();
+    expect(again[0] & 1).toBe(which);
+    expect(again[2]).toBeGreaterThan(0); // the views' generation moved on
+    expect(nw.outputViews(which)!.buffer.byteLength).toBeGreaterThan(0);
     const xs = nw.positions().x.buffer;
     structuredClone(xs, { transfer: [xs] });
     for (const call of [() => nw.spawn(0, 0, 0), () => nw.tick(), () => nw.rebuildSnapshot()]) {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <condition_variable>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -310,6 +311,16 @@ Napi::Value externalBuffer(Napi::Env env, void* data, size_t bytes, const std::s
 
 class NativeWorld;
 
+// The fields of a tick's metadata (finishTick), in order: the tick, the packets, the generation of
+// the output views, then the stats. Exported as `tickMetaFields`; the package checks its own list
+// against it when it loads.
+constexpr const char* kTickMetaFields[] = {
+    "tick", "count", "views", "served", "skippedNotDue", "skippedAvatarGone", "skippedOutsideRegion", "candidates",
+    "examined", "eligible", "records", "newGhosts", "despawns", "bytes", "ghostTableFull", "pressureEvictions",
+    "subscriptionChanges", "events", "eventBytes", "entities", "outsideRegion", "denseCells", "odometerMicros",
+    "snapshotMicros", "passMicros",
+};
+
 // ---------------------------------------------------------------------------------------------
 class PassWorker : public Napi::AsyncWorker {
  public:
@@ -377,6 +388,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
                            InstanceMethod<&NativeWorld::Open<&NativeWorld::Gather>>("gather"),
                            InstanceMethod<&NativeWorld::Open<&NativeWorld::Ghosts>>("ghosts"),
                            InstanceMethod<&NativeWorld::Open<&NativeWorld::Info>>("info"),
+                           InstanceMethod<&NativeWorld::Open<&NativeWorld::OutputViews>>("outputViews"),
                            InstanceMethod<&NativeWorld::Close>("close"),
                        });
   }
@@ -459,7 +471,12 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   }
 
   // Called by PassWorker on the JavaScript thread when the pass is done.
-  Napi::Object finishTick(Napi::Env env) {
+  // Called on the JavaScript thread when the pass is done. Returns the tick's metadata, a
+  // Float64Array in kTickMetaFields order, reused every other tick: building a result object
+  // through Node-API costs tens of microseconds here (the pass has just taken both cores' caches),
+  // so the package reads these numbers and builds the objects in JavaScript. The buffer and the
+  // index come from outputViews() when the metadata's `views` generation says they changed.
+  Napi::Value finishTick(Napi::Env env) {
     running_ = false;
     World& w = *world_;
     unsigned which = w.tick() & 1;
@@ -483,17 +500,18 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
       slot.buffer = Napi::Persistent(ab.As<Napi::ArrayBuffer>());
       slot.data = out->data.get();
       slot.size = out->size;
+      ++slot.views;
     }
-    Napi::ArrayBuffer ab = slot.buffer.Value();
-    if (slot.copy) std::memcpy(ab.Data(), out->data.get(), size);
+    if (slot.copy) std::memcpy(slot.buffer.Value().Data(), out->data.get(), size);
 
     size_t nv = w.viewerCount();
     if (slot.index.IsEmpty() || slot.indexCap < nv * 3) {
       slot.indexCap = nv * 3 + 64;
       slot.index = Napi::Persistent(Napi::Uint32Array::New(env, slot.indexCap));
+      slot.indexData = slot.index.Value().Data();
+      ++slot.views;
     }
-    Napi::Uint32Array index = slot.index.Value();
-    uint32_t* ix = index.Data();
+    uint32_t* ix = slot.indexData;
     uint32_t count = 0;
     const uint32_t* all = w.packetIndex();
     for (size_t i = 0; i < nv; ++i) {
@@ -504,39 +522,35 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     }
 
     const TickStats& s = w.stats();
-    Napi::Object stats = Napi::Object::New(env);
-    auto set = [&](const char* k, double v) { stats.Set(k, Napi::Number::New(env, v)); };
-    set("served", double(s.served));
-    set("skippedNotDue", double(s.skippedNotDue));
-    set("skippedAvatarGone", double(s.skippedAvatarGone));
-    set("skippedOutsideRegion", double(s.skippedOutsideRegion));
-    set("candidates", double(s.candidates));
-    set("examined", double(s.examined));
-    set("eligible", double(s.eligible));
-    set("records", double(s.records));
-    set("newGhosts", double(s.newGhosts));
-    set("despawns", double(s.despawns));
-    set("bytes", double(s.bytes));
-    set("ghostTableFull", double(s.ghostTableFull));
-    set("pressureEvictions", double(s.pressureEvictions));
-    set("subscriptionChanges", double(s.subscriptionChanges));
-    set("events", double(s.events));
-    set("eventBytes", double(s.eventBytes));
-    set("entities", double(w.snapshot().count()));
-    set("outsideRegion", double(w.snapshot().outsideRegion()));
-    set("denseCells", double(w.snapshot().denseCells()));
-    set("odometerMicros", w.odometerMicros);
-    set("snapshotMicros", w.snapshotMicros);
-    set("passMicros", w.passMicros);
-
-    Napi::Object r = Napi::Object::New(env);
-    r.Set("tick", Napi::Number::New(env, w.tick()));
-    r.Set("buffer", ab);
-    r.Set("index", index);
-    r.Set("count", Napi::Number::New(env, count));
-    r.Set("stats", stats);
+    const Snapshot& snap = w.snapshot();
+    const double meta[] = {
+        double(w.tick()), double(count), double(slot.views),
+        double(s.served), double(s.skippedNotDue), double(s.skippedAvatarGone), double(s.skippedOutsideRegion),
+        double(s.candidates), double(s.examined), double(s.eligible), double(s.records), double(s.newGhosts),
+        double(s.despawns), double(s.bytes), double(s.ghostTableFull), double(s.pressureEvictions),
+        double(s.subscriptionChanges), double(s.events), double(s.eventBytes), double(snap.count()),
+        double(snap.outsideRegion()), double(snap.denseCells()), w.odometerMicros, w.snapshotMicros, w.passMicros,
+    };
+    static_assert(std::size(meta) == std::size(kTickMetaFields), "one value per field of kTickMetaFields");
+    if (slot.meta.IsEmpty()) {
+      slot.meta = Napi::Persistent(Napi::Float64Array::New(env, std::size(meta)));
+      slot.metaData = slot.meta.Value().Data();
+    }
+    std::memcpy(slot.metaData, meta, sizeof(meta));
     applyPending(env);
-    return r;
+    return slot.meta.Value();
+  }
+
+  // outputViews(which): { buffer, index } of output slot `which` (a tick's parity), as the last
+  // finishTick of that parity left them.
+  Napi::Value OutputViews(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const Slot& slot = out_[info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().Uint32Value() & 1 : 0];
+    if (slot.buffer.IsEmpty() || slot.index.IsEmpty()) return env.Null();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("buffer", slot.buffer.Value());
+    o.Set("index", slot.index.Value());
+    return o;
   }
 
   void failTick(Napi::Env env) {
@@ -551,7 +565,11 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     size_t size = 0;
     bool copy = false;
     Napi::Reference<Napi::Uint32Array> index;
+    uint32_t* indexData = nullptr;
     size_t indexCap = 0;
+    uint32_t views = 0;  // bumped whenever buffer or index is made anew
+    Napi::Reference<Napi::Float64Array> meta;
+    double* metaData = nullptr;
   };
   // Viewer changes asked for while a pass runs take effect after it, in order.
   struct PendingOp {
@@ -926,8 +944,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
 void PassWorker::OnOK() {
   Napi::Env env = Env();
   try {
-    Napi::Object r = owner_->finishTick(env);
-    deferred_.Resolve(r);
+    deferred_.Resolve(owner_->finishTick(env));
   } catch (const Napi::Error&) {
   } catch (const std::exception&) {
   }
@@ -954,6 +971,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("subscriptionBox", Napi::Function::New<SubscriptionBox>(env, "subscriptionBox"));
   exports.Set("subscriptionDiff", Napi::Function::New<SubscriptionDiff>(env, "subscriptionDiff"));
   exports.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
+  Napi::Array fields = Napi::Array::New(env, std::size(kTickMetaFields));
+  for (uint32_t i = 0; i < std::size(kTickMetaFields); ++i) fields.Set(i, Napi::String::New(env, kTickMetaFields[i]));
+  exports.Set("tickMetaFields", fields);
   exports.Set("kernels", Napi::String::New(env, simdEnabled() ? "avx512" : "portable"));
   exports.Set("profileGuided", Napi::Boolean::New(env, SIGHTLINE_PGO != 0));
   return exports;
