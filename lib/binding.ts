@@ -194,39 +194,42 @@ if (native.tickMetaFields.join() !== TICK_META_FIELDS.join()) {
   throw new Error(`sightline: the addon's tick fields (${native.tickMetaFields.join()}) are not this package's (rebuild the addon: npm run build)`);
 }
 
+/** Position of each field in a tick's metadata. */
+export const AT = Object.fromEntries(TICK_META_FIELDS.map((f, i) => [f, i])) as Record<(typeof TICK_META_FIELDS)[number], number>;
+
 /**
  * Reads a tick's metadata into a NativeTickResult, given the slot's buffer and index. Builds the
  * stats in JavaScript: cheaper, right after a pass, than the addon building them through Node-API.
  */
 export function readTickMeta(m: Float64Array, views: { buffer: ArrayBuffer; index: Uint32Array }): NativeTickResult {
   return {
-    tick: m[0],
-    count: m[1],
+    tick: m[AT.tick],
+    count: m[AT.count],
     buffer: views.buffer,
     index: views.index,
     stats: {
-      served: m[3],
-      skippedNotDue: m[4],
-      skippedAvatarGone: m[5],
-      skippedOutsideRegion: m[6],
-      candidates: m[7],
-      examined: m[8],
-      eligible: m[9],
-      records: m[10],
-      newGhosts: m[11],
-      despawns: m[12],
-      bytes: m[13],
-      ghostTableFull: m[14],
-      pressureEvictions: m[15],
-      subscriptionChanges: m[16],
-      events: m[17],
-      eventBytes: m[18],
-      entities: m[19],
-      outsideRegion: m[20],
-      denseCells: m[21],
-      odometerMicros: m[22],
-      snapshotMicros: m[23],
-      passMicros: m[24],
+      served: m[AT.served],
+      skippedNotDue: m[AT.skippedNotDue],
+      skippedAvatarGone: m[AT.skippedAvatarGone],
+      skippedOutsideRegion: m[AT.skippedOutsideRegion],
+      candidates: m[AT.candidates],
+      examined: m[AT.examined],
+      eligible: m[AT.eligible],
+      records: m[AT.records],
+      newGhosts: m[AT.newGhosts],
+      despawns: m[AT.despawns],
+      bytes: m[AT.bytes],
+      ghostTableFull: m[AT.ghostTableFull],
+      pressureEvictions: m[AT.pressureEvictions],
+      subscriptionChanges: m[AT.subscriptionChanges],
+      events: m[AT.events],
+      eventBytes: m[AT.eventBytes],
+      entities: m[AT.entities],
+      outsideRegion: m[AT.outsideRegion],
+      denseCells: m[AT.denseCells],
+      odometerMicros: m[AT.odometerMicros],
+      snapshotMicros: m[AT.snapshotMicros],
+      passMicros: m[AT.passMicros],
     },
   };
 }

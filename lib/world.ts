@@ -1,7 +1,7 @@
 // World: the public face of one region's engine. Entities, viewers, positions (zero copy), and the
 // async tick that runs the replication pass off the JavaScript thread.
 import { markAsUntransferable } from 'node:worker_threads';
-import { native, readTickMeta, type NativeTickResult, type NativeTickStats, type NativeWorld } from './binding.js';
+import { AT as TICK_META_AT, native, readTickMeta, type NativeTickResult, type NativeTickStats, type NativeWorld } from './binding.js';
 import { WorldConfig } from './config.js';
 import { SightlineError, describe, readOptions } from './errors.js';
 import { toMeters, toRaw } from './fixed.js';
@@ -645,11 +645,11 @@ export class World {
         this.#flushEvents();
         // The output slot of this tick's parity: its buffer and index, fetched again only when the
         // addon made new ones (the `views` generation changed).
-        const which = meta[0] & 1;
+        const which = meta[TICK_META_AT.tick] & 1;
         let views = this.#views[which];
-        if (views === undefined || views.generation !== meta[2]) {
+        if (views === undefined || views.generation !== meta[TICK_META_AT.views]) {
           const v = this.#engine.outputViews(which)!;
-          views = { generation: meta[2], buffer: v.buffer, index: v.index };
+          views = { generation: meta[TICK_META_AT.views], buffer: v.buffer, index: v.index };
           this.#views[which] = views;
           if (!this.externalBuffers) markAsUntransferable(v.buffer);  // the engine copies into it again
         }
