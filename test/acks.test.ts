@@ -390,6 +390,79 @@ describe('acknowledgements drive the accumulator', () => {
     }
   });
 
+  it('an entity whose announcement and then despawn were both lost is announced again when it comes back', async () => {
+    const c = WorldConfig.build();
+    const w = new World(c, { capacity: 16, threads: 1, recordGhostPositions: true });
+    const x = w.spawn({ x: 1000, y: 1000, z: 0 }); // never moves
+    const v = w.spawn({ x: 1251, y: 1000, z: 0 }); // 251 m away: in view
+    w.addViewer(v, { acks: true });
+    const client = new AckingClient(c);
+    const stateOf = (): number => {
+      const g = w.ghosts(v);
+      const i = Array.from(g.ids).indexOf(x);
+      return i < 0 ? -1 : g.state[i];
+    };
+    const tick = async (deliver: boolean): Promise<void> => {
+      const bytes = (await w.tick()).bytesAt(0);
+      if (!deliver) return;
+      client.apply(bytes);
+      w.acknowledge(v, ...client.ack());
+    };
+    await tick(false); // announces x: lost
+    for (const px of [1253, 1255, 1257]) {
+      w.setPosition(v, { x: px, y: 1000, z: 0 }); // out of view, 2 m a tick
+      await tick(false);
+    }
+    while (stateOf() !== 2) await tick(false); // x's despawn goes out (despawn sent): lost too
+    while (stateOf() === 2) await tick(true); // the link recovers; the despawn is lost for certain in time
+    w.setPosition(v, { x: 1255, y: 1000, z: 0 }); // back in view
+    for (let i = 0; i < 60; i++) await tick(true);
+    expect(client.held.has(x)).toBe(true);
+    expect(new Map([...client.held].sort(([a], [b]) => a - b))).toEqual(new Map([...liveGhosts(w, v)].sort(([a], [b]) => a - b)));
+  });
+
+  it('a lost update is repaired after 32,768 packets too (the 16-bit sequence wraps; the bookkeeping does not)', async () => {
+    const c = WorldConfig.build();
+    const w = new World(c, { capacity: 4, threads: 1, recordGhostPositions: true });
+    const v = w.spawn({ x: 1000, y: 1000, z: 0 });
+    const x = w.spawn({ x: 1010, y: 1000, z: 0 });
+    w.addViewer(v, { acks: true });
+    const client = new AckingClient(c);
+    const tick = async (deliver: boolean): Promise<void> => {
+      const bytes = (await w.tick()).bytesAt(0);
+      if (!deliver) return;
+      client.apply(bytes);
+      w.acknowledge(v, ...client.ack());
+    };
+    for (let t = 0; t < 32_800; t++) await tick(true); // x held all along
+    w.setPosition(x, { x: 1020, y: 1000, z: 0 }); // moves once; that packet is lost
+    await tick(false);
+    for (let t = 0; t < 40; t++) await tick(true);
+    expect(client.held.get(x)!.x).toBe(1020 * 1024);
+  }, 60_000);
+
+  it('a viewer removed and added again refuses an acknowledgement still in flight from its earlier session', async () => {
+    const c = WorldConfig.build();
+    const w = new World(c, { capacity: 16, threads: 1 });
+    const v = w.spawn({ x: 1000, y: 1000, z: 0 });
+    const still: number[] = [];
+    for (let i = 0; i < 5; i++) still.push(w.spawn({ x: 1010 + i, y: 1000, z: 0 }));
+    w.addViewer(v, { acks: true });
+    let client = new AckingClient(c);
+    for (let t = 0; t < 20; t++) client.apply((await w.tick()).bytesAt(0));
+    const stale = client.ack(); // not delivered yet
+    w.removeViewer(v);
+    w.addViewer(v, { acks: true });
+    client = new AckingClient(c);
+    for (let t = 0; t < 25; t++) await w.tick(); // lost
+    expect(() => w.acknowledge(v, ...stale)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
+    for (let t = 0; t < 60; t++) {
+      client.apply((await w.tick()).bytesAt(0));
+      w.acknowledge(v, ...client.ack());
+    }
+    expect(still.filter((id) => client.held.has(id))).toEqual(still);
+  });
+
   it('an id that comes back after its generation wraps, while a viewer still holds the old entity, is sent at its new position', async () => {
     const c = WorldConfig.build();
     const w = new World(c, { capacity: 2, threads: 1, recordGhostPositions: true });

@@ -43,8 +43,10 @@ static_assert(sizeof(GhostEntry) == 12, "ghost entries are 12 bytes");
 // Acknowledgement state of a ghost (viewers with acknowledgements only).
 struct GhostAck {
   uint32_t ackedMark;  // the newest mark the client has acknowledged
+  uint32_t born;       // the viewer's pass (Viewer::passes) whose packet announced this entry: records
+                       // of earlier packets are not its. A pass count, not a 16-bit sequence, so a
+                       // ghost held for more than 32,768 packets still tells them apart.
   uint16_t inflight;   // packets carrying an update of it, not yet acknowledged or lost
-  uint16_t born;       // sequence of the packet that announced this entry: older records are not its
   uint16_t despawnSequence;  // despawn sent: the packet carrying it (an earlier despawn's fate is not its)
   uint8_t confirmed;   // some packet carrying it was acknowledged: the client holds it
 };

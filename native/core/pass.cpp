@@ -294,7 +294,7 @@ void World::serve(Viewer& v, Scratch& s) {
     uint32_t e;
     if (r.entry < 0) {
       e = gt.insert(id, se.odo, pass);
-      if (log) gt.ackAt(e).born = v.sequence;
+      if (log) gt.ackAt(e).born = v.passes;
     } else {
       e = uint32_t(r.entry);
       GhostEntry& ge = gt.at(e);
@@ -304,7 +304,7 @@ void World::serve(Viewer& v, Scratch& s) {
         ge.flags &= uint8_t(~kUnheld);
         GhostAck& a = gt.ackAt(e);
         a.confirmed = 0;
-        a.born = v.sequence;
+        a.born = v.passes;
         a.inflight = 0;  // packets of the earlier incarnation no longer count (their records are ignored)
       }
     }
@@ -333,7 +333,7 @@ void World::serve(Viewer& v, Scratch& s) {
 
   if (log) {
     AckLog::Packet& lp = log->packets[logSlot];
-    lp.sequence = v.sequence, lp.updates = uint16_t(take), lp.despawns = uint16_t(despawns), lp.used = 1;
+    lp.pass = v.passes, lp.sequence = v.sequence, lp.updates = uint16_t(take), lp.despawns = uint16_t(despawns), lp.used = 1;
     lp.probablyLost = 0;  // left over from the packet that used the slot before
     lp.firstEvent = firstEvent, lp.events = uint8_t(eventCount);
   }

@@ -47,6 +47,10 @@ void World::addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked)
                                                recordGhostPositions_, opts.acks, config_.eventReserveBytes,
                                                &ghostArena_));
   viewerIndex_[avatarId] = viewers_.back().get();
+  // Sequences start at the tick number (mod 2^16): a viewer sends at most one packet a tick, so a
+  // viewer removed and added again never repeats a sequence of its earlier session (within 65,536
+  // ticks), and an acknowledgement from that session still in flight is refused as never sent.
+  viewers_.back()->sequence = uint16_t(tick_);
   outputBytes_ += payload;
 }
 
@@ -81,9 +85,16 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
     if (e < 0) continue;
     GhostEntry& ge = gt.at(uint32_t(e));
     GhostAck& a = gt.ackAt(uint32_t(e));
-    if (int16_t(uint16_t(p.sequence - a.born)) < 0) continue;  // a record of an earlier incarnation
+    if (p.pass < a.born) continue;  // a record of an earlier incarnation
     if (!probably && a.inflight > 0) --a.inflight;
-    if (ge.state == kDespawnSent || assumed) continue;
+    if (assumed) continue;
+    if (ge.state == kDespawnSent) {
+      // Its despawn is in flight. Should that be lost too, the ghost returns to departing and may be
+      // revived: if no packet confirmed it and none that might is left, the client may never have
+      // had it, and it must then be announced again rather than taken as held.
+      if (outcome == AckLog::Lost && !a.confirmed && a.inflight == 0) ge.flags |= kUnheld;
+      continue;
+    }
     if (delivered) {
       if (!a.confirmed || int32_t(marks[i] - a.ackedMark) > 0) a.ackedMark = marks[i];
       a.confirmed = 1;
@@ -164,8 +175,9 @@ void World::acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits) {
     for (uint32_t i = 0; i < gt.size(); ++i) {
       GhostEntry& ge = gt.at(i);
       const GhostAck& a = gt.ackAt(i);
-      if (ge.state == kDespawnSent || a.confirmed || a.inflight > 0 || (ge.flags & kUnheld)) continue;
+      if (a.confirmed || a.inflight > 0 || (ge.flags & kUnheld)) continue;
       ge.flags |= kUnheld;
+      if (ge.state == kDespawnSent) continue;  // its despawn's own packet settles it; revived, it is announced again
       if (ge.state == kLive) ge.state = kDeparting;
       if (!(ge.flags & kQueued)) ge.flags |= kQueued, gt.enqueue(ge.id);
     }

@@ -58,6 +58,7 @@ struct AckLog {
         updateMarks(size_t{kPackets} * maxUpdates),
         despawnIds(size_t{kPackets} * maxDespawns) {}
   struct Packet {
+    uint32_t pass = 0;  // the viewer's pass that wrote it (Viewer::passes)
     uint16_t sequence = 0;
     uint16_t updates = 0;
     uint16_t despawns = 0;
