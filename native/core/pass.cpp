@@ -46,7 +46,8 @@ void World::serve(Viewer& v, Scratch& s) {
   // Acknowledgements: this packet's slot in the log. A packet still unresolved there, 64 packets
   // on, is taken as lost once the client has acknowledged anything (it went silent: an outage;
   // what it carried is sent again), else as assumed delivered (a client that never acknowledges
-  // gets what a viewer without acknowledgements gets). Done first: it may remove entries.
+  // gets the updates a viewer without acknowledgements gets, its despawns held in the table until
+  // then). Done first: it may remove entries.
   AckLog* log = v.ackLog.get();
   const uint32_t logSlot = v.sequence % AckLog::kPackets;
   if (log && log->packets[logSlot].used) {
