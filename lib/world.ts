@@ -126,9 +126,10 @@ export interface GhostTableView {
   readonly z: Int32Array | null;
   /**
    * Per ghost: 0 live (the client holds it), 1 departing (evicted; its despawn record has not been
-   * sent yet: the client still holds it), 2 despawn sent and not yet acknowledged (acks viewers),
-   * 3 not held (acks viewers: the packet announcing it was lost for certain; it is announced again
-   * when eligible, or a despawn is sent).
+   * sent yet: the client still holds it), 3 not held (acks viewers: the packet announcing it was
+   * lost for certain; it is announced again when eligible, or a despawn is sent). A ghost leaves
+   * the table when its despawn record is written (2, despawn sent, is no longer used: for acks
+   * viewers a lost despawn is sent again from the packet log).
    */
   readonly state: Uint8Array;
   /** Sequence number the next packet to this viewer will carry. */

@@ -221,8 +221,9 @@ describe('acknowledgements drive the accumulator', () => {
 
   it('a late acknowledgement of an earlier despawn does not cancel a later one that was lost', async () => {
     // Packet A despawns e, B announces it again, C despawns it again and is lost; only then does
-    // the acknowledgement of A arrive. The entry must stay until C is known lost, then C's despawn
-    // is resent and the client ends without e.
+    // the acknowledgement of A arrive. That must not settle C: once C is known lost its despawn is
+    // resent (from the packet log: the entry left the table when C was written) and the client
+    // ends without e.
     const c = WorldConfig.build({ regionSize: 1024, viewRadius: 64, graceTicks: 0 });
     const w = new World(c, { capacity: 4, threads: 1, recordGhostPositions: true });
     const v = w.spawn({ x: 100, y: 100, z: 0 });
@@ -244,7 +245,7 @@ describe('acknowledgements drive the accumulator', () => {
     await step(500);
     expect((await step(500, true)).despawns).toBe(1); // C, lost
     w.acknowledge(v, ...client.ack()); // acknowledges A (and B) only now
-    expect(Array.from(w.ghosts(v).ids)).toEqual([e]); // C's despawn is still in flight
+    expect(Array.from(w.ghosts(v).ids)).toEqual([]); // C's despawn is in flight, in the packet log
     let resent = false;
     for (let t = 0; t < 40 && !resent; t++) {
       resent = (await step(500)).despawns > 0;
@@ -413,8 +414,9 @@ describe('acknowledgements drive the accumulator', () => {
       w.setPosition(v, { x: px, y: 1000, z: 0 }); // out of view, 2 m a tick
       await tick(false);
     }
-    while (stateOf() !== 2) await tick(false); // x's despawn goes out (despawn sent): lost too
-    while (stateOf() === 2) await tick(true); // the link recovers; the despawn is lost for certain in time
+    while (stateOf() !== -1) await tick(false); // x's despawn goes out (x leaves the table): lost too
+    for (let i = 0; i < 40; i++) await tick(true); // the link recovers; the despawn is lost for certain and resent
+    expect(client.held.has(x)).toBe(false);
     w.setPosition(v, { x: 1255, y: 1000, z: 0 }); // back in view
     for (let i = 0; i < 60; i++) await tick(true);
     expect(client.held.has(x)).toBe(true);
@@ -461,6 +463,31 @@ describe('acknowledgements drive the accumulator', () => {
       w.acknowledge(v, ...client.ack());
     }
     expect(still.filter((id) => client.held.has(id))).toEqual(still);
+  });
+
+  it('a client that does not acknowledge (yet), or whose acknowledgements come late, is served as one without acks: despawns in flight take no room in the ghost table', async () => {
+    // A viewer crosses a crowd at 30 m/s: entities leave its view fast, so many despawns are in flight.
+    const c = WorldConfig.build();
+    const held: number[] = [];
+    for (const mode of ['no acks', 'never acknowledges', 'acknowledges 70 packets late'] as const) {
+      const w = new World(c, { capacity: 4096, threads: 1 });
+      const v = w.spawn({ x: 20, y: 500, z: 0 });
+      for (let i = 0; i < 3000; i++) w.spawn({ x: 20 + (i % 300), y: 495 + Math.floor(i / 300), z: 0 });
+      w.addViewer(v, { acks: mode !== 'no acks' });
+      const client = new AckingClient(c);
+      const acks: [number, number][] = [];
+      for (let t = 0; t < 120; t++) {
+        const p = w.position(v);
+        w.setPosition(v, { x: p.x + 1.5, y: p.y, z: 0 });
+        client.apply((await w.tick()).bytesAt(0));
+        acks.push(client.ack());
+        if (mode === 'acknowledges 70 packets late' && acks.length > 70) w.acknowledge(v, ...acks[acks.length - 71]);
+      }
+      held.push(client.held.size);
+    }
+    expect(held[0]).toBeGreaterThan(200);
+    expect(held[1]).toBe(held[0]);
+    expect(held[2]).toBe(held[0]);
   });
 
   it('an id that comes back after its generation wraps, while a viewer still holds the old entity, is sent at its new position', async () => {

@@ -763,7 +763,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
       const Viewer& v = world_->viewerAt(i);
       int32_t e = v.ghosts.find(id);
       // Not a despawn in flight, nor an announcement lost for certain (unheld): the client has it.
-      if (e >= 0 && v.ghosts.at(uint32_t(e)).state != kDespawnSent && !(v.ghosts.at(uint32_t(e)).flags & kUnheld))
+      if (e >= 0 && !(v.ghosts.at(uint32_t(e)).flags & kUnheld))
         out.push_back(v.avatarId);
     }
     Napi::Uint32Array a = Napi::Uint32Array::New(env, out.size());
@@ -899,7 +899,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     Napi::Uint8Array state = Napi::Uint8Array::New(env, n);
     // 3: the server believes the client does not hold it (an announcement lost for certain).
     for (uint32_t i = 0; i < n; ++i)
-      ids[i] = g.at(i).id, state[i] = (g.at(i).flags & kUnheld) && g.at(i).state != kDespawnSent ? 3 : g.at(i).state;
+      ids[i] = g.at(i).id, state[i] = (g.at(i).flags & kUnheld) ? 3 : g.at(i).state;
     Napi::Object o = Napi::Object::New(env);
     o.Set("ids", ids), o.Set("state", state);
     if (g.tracksPositions()) {

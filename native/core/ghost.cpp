@@ -37,7 +37,7 @@ GhostTable::GhostTable(uint32_t capacity, bool trackPositions, bool trackAcks, B
   std::fill(index_, index_ + slots, kEmpty);
   std::fill(queue_, queue_ + capacity, 0u);
   if (positions_) std::fill(positions_, positions_ + capacity, GhostPosition{0, 0, 0});
-  if (acks_) std::fill(acks_, acks_ + capacity, GhostAck{0, 0, 0, 0, 0});
+  if (acks_) std::fill(acks_, acks_ + capacity, GhostAck{0, 0, 0, 0});
 }
 
 GhostTable::GhostTable(GhostTable&& o) noexcept
@@ -121,7 +121,7 @@ uint32_t GhostTable::stale(uint16_t pass, uint32_t grace, uint32_t* out) const {
 uint32_t GhostTable::insert(uint32_t id, uint32_t mark, uint16_t pass) {
   uint32_t i = size_++;
   entries_[i] = GhostEntry{id, mark, pass, kLive, 0};
-  if (acks_) acks_[i] = GhostAck{0, 0, 0, 0, 0};  // born is set by the pass
+  if (acks_) acks_[i] = GhostAck{0, 0, 0, 0};  // born is set by the pass
   uint32_t h = hash(id);
   while (index_[h] != kEmpty) h = (h + 1) & indexMask_;
   index_[h] = uint16_t(i);

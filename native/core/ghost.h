@@ -10,9 +10,9 @@
 //  - departing: not eligible for more passes than the grace window allows, so evicted; queued as a
 //    despawn record. The client still holds it until that record is written. If it becomes
 //    eligible again first, it is revived: no despawn, no respawn.
-//  - despawn sent (viewers with acknowledgements only): the despawn record is in flight. Removed
-//    when that packet is acknowledged; departing again (the record is resent) when it is lost.
-//    Eligible again meanwhile: announced as new.
+// An entry is removed when its despawn record is written. For a viewer with acknowledgements the
+// packet's log slot remembers the despawn, which goes out again should that packet be found lost
+// (AckLog::resend) unless the entity has been announced again by then (a new entry).
 // An entry flagged unheld (see GhostFlags) is departing, or live but not yet announced again.
 #pragma once
 #include <cstddef>
@@ -24,7 +24,7 @@
 
 namespace sightline {
 
-enum GhostState : uint8_t { kLive = 0, kDeparting = 1, kDespawnSent = 2 };
+enum GhostState : uint8_t { kLive = 0, kDeparting = 1 };
 enum GhostFlags : uint8_t {
   kQueued = 1,  // present in the despawn queue
   kUnheld = 2,  // acks: the packet that announced it was lost for certain; the client most likely
@@ -47,7 +47,6 @@ struct GhostAck {
                        // of earlier packets are not its. A pass count, not a 16-bit sequence, so a
                        // ghost held for more than 32,768 packets still tells them apart.
   uint16_t inflight;   // packets carrying an update of it, not yet acknowledged or lost
-  uint16_t despawnSequence;  // despawn sent: the packet carrying it (an earlier despawn's fate is not its)
   uint8_t confirmed;   // some packet carrying it was acknowledged: the client holds it
 };
 

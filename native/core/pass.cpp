@@ -26,7 +26,6 @@ __attribute__((noinline)) uint64_t driftOfOther(GhostTable& gt, int32_t e, uint3
   GhostEntry& ge = gt.at(uint32_t(e));
   const uint8_t state = ge.state, flags = ge.flags;
   const uint32_t mark = ge.mark;
-  if (state == kDespawnSent) return uint64_t{newDrift} | uint64_t{1} << 32;  // its despawn is in flight: announce it again
   ge.lastSeen = pass;
   if (state == kDeparting) ge.state = kLive;
   if (flags & kUnheld) return uint64_t{newDrift} | uint64_t{1} << 32;
@@ -46,8 +45,7 @@ void World::serve(Viewer& v, Scratch& s) {
   // Acknowledgements: this packet's slot in the log. A packet still unresolved there, 64 packets
   // on, is taken as lost once the client has acknowledged anything (it went silent: an outage;
   // what it carried is sent again), else as assumed delivered (a client that never acknowledges
-  // gets the updates a viewer without acknowledgements gets, its despawns held in the table until
-  // then). Done first: it may remove entries.
+  // gets what a viewer without acknowledgements gets). Done first: it may remove entries.
   AckLog* log = v.ackLog.get();
   const uint32_t logSlot = v.sequence % AckLog::kPackets;
   if (log && log->packets[logSlot].used) {
@@ -215,6 +213,14 @@ void World::serve(Viewer& v, Scratch& s) {
   Budget budget = packetBudget(v.payloadBytes, eventBytes);
   uint32_t despawns = 0, removals = 0;
   uint32_t* logDespawns = log ? log->despawnIds.data() + size_t{logSlot} * log->maxDespawns : nullptr;
+  // Despawns found lost go first (the oldest news), unless the entity was announced again since.
+  while (log && log->resendCount > 0 && despawns < budget.maxDespawns) {
+    const uint32_t id = log->popResend();
+    if (lookup.find(id) >= 0) continue;  // announced again: the client holds it, or will
+    putU32(p, id);
+    p += kDespawnRecordBytes;
+    logDespawns[despawns++] = id;
+  }
   for (uint32_t q = gt.queueSize(); q > 0; --q) {
     uint32_t id = gt.queueFront();
     int32_t e = lookup.find(id);
@@ -230,14 +236,9 @@ void World::serve(Viewer& v, Scratch& s) {
       putU32(p, id);
       p += kDespawnRecordBytes;
       ge.flags &= uint8_t(~kQueued);
-      if (log) {
-        logDespawns[despawns] = id;  // kept until the packet is acknowledged or lost
-        ge.state = kDespawnSent;
-        gt.ackAt(uint32_t(e)).despawnSequence = v.sequence;
-      } else {
-        s.removals[removals++] = uint32_t(e);
-        gt.prefetchIndex(id);  // removed at the end of the pass
-      }
+      if (log) logDespawns[despawns] = id;  // sent again should the packet be found lost
+      s.removals[removals++] = uint32_t(e);
+      gt.prefetchIndex(id);  // removed at the end of the pass
       ++despawns;
       gt.dequeue();
     } else {

@@ -88,13 +88,6 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
     if (p.pass < a.born) continue;  // a record of an earlier incarnation
     if (!probably && a.inflight > 0) --a.inflight;
     if (assumed) continue;
-    if (ge.state == kDespawnSent) {
-      // Its despawn is in flight. Should that be lost too, the ghost returns to departing and may be
-      // revived: if no packet confirmed it and none that might is left, the client may never have
-      // had it, and it must then be announced again rather than taken as held.
-      if (outcome == AckLog::Lost && !a.confirmed && a.inflight == 0) ge.flags |= kUnheld;
-      continue;
-    }
     if (delivered) {
       if (!a.confirmed || int32_t(marks[i] - a.ackedMark) > 0) a.ackedMark = marks[i];
       a.confirmed = 1;
@@ -117,20 +110,12 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
     ++log.probablyLost;
     return;
   }
-  const uint32_t* despawns = log.despawnIds.data() + size_t{slot} * log.maxDespawns;
-  for (uint32_t i = 0; i < p.despawns; ++i) {
-    int32_t e = gt.find(despawns[i]);
-    if (e < 0) continue;
-    GhostEntry& ge = gt.at(uint32_t(e));
-    if (ge.state != kDespawnSent) continue;  // announced again since: the client holds it
-    // Announced again and despawned again since: the despawn in flight is a later packet's.
-    if (gt.ackAt(uint32_t(e)).despawnSequence != p.sequence) continue;
-    if (delivered || assumed) {
-      gt.remove(uint32_t(e));
-    } else {
-      ge.state = kDeparting;  // resend the despawn
-      if (!(ge.flags & kQueued)) ge.flags |= kQueued, gt.enqueue(ge.id);
-    }
+  // Its despawns: lost, each goes out again unless the entity was announced again since (the
+  // entry was removed when the despawn was written, so an entry now is a later announcement).
+  if (outcome == AckLog::Lost) {
+    const uint32_t* despawns = log.despawnIds.data() + size_t{slot} * log.maxDespawns;
+    for (uint32_t i = 0; i < p.despawns; ++i)
+      if (gt.find(despawns[i]) < 0) log.queueResend(despawns[i]);
   }
   if (delivered && p.events && v.events) v.events->acknowledge(p.firstEvent, p.events);
   if (delivered) ++log.acked;
@@ -177,7 +162,6 @@ void World::acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits) {
       const GhostAck& a = gt.ackAt(i);
       if (a.confirmed || a.inflight > 0 || (ge.flags & kUnheld)) continue;
       ge.flags |= kUnheld;
-      if (ge.state == kDespawnSent) continue;  // its despawn's own packet settles it; revived, it is announced again
       if (ge.state == kLive) ge.state = kDeparting;
       if (!(ge.flags & kQueued)) ge.flags |= kQueued, gt.enqueue(ge.id);
     }

@@ -38,8 +38,8 @@ struct ViewerOptions {
 // Packets in flight to a viewer whose client acknowledges: for each, the updates (id, mark) and
 // despawn ids it carried. 64 packets; a slot reused before its packet was resolved is taken as
 // lost once the client has acknowledged anything, else as assumed delivered (what a viewer
-// without acknowledgements assumes of every packet): its despawns are done with, but nothing it
-// carried counts as confirmed and its events stay unacknowledged. When the first acknowledgement
+// without acknowledgements assumes of every packet): nothing it carried counts as confirmed, its
+// despawns are not sent again, and its events stay unacknowledged. When the first acknowledgement
 // comes, the ghosts known only from such packets are announced again (see World::acknowledge).
 struct AckLog {
   static constexpr uint32_t kPackets = 64;
@@ -56,7 +56,8 @@ struct AckLog {
         maxDespawns(maxDespawns),
         updateIds(size_t{kPackets} * maxUpdates),
         updateMarks(size_t{kPackets} * maxUpdates),
-        despawnIds(size_t{kPackets} * maxDespawns) {}
+        despawnIds(size_t{kPackets} * maxDespawns),
+        resend(size_t{kPackets} * maxDespawns) {}
   struct Packet {
     uint32_t pass = 0;  // the viewer's pass that wrote it (Viewer::passes)
     uint16_t sequence = 0;
@@ -70,6 +71,21 @@ struct AckLog {
   uint32_t maxUpdates, maxDespawns;
   Packet packets[kPackets];
   std::vector<uint32_t> updateIds, updateMarks, despawnIds;
+  // Despawns to send again, oldest first: ids whose despawn record went out in a packet found lost.
+  // A ghost entry is removed when its despawn record is written (as for a viewer without
+  // acknowledgements), so a despawn in flight takes no room in the table; its packet's log slot
+  // remembers it. Bounded by the log's despawn records: a packet found lost holds at most
+  // maxDespawns, and each is queued again only from the packet that last carried it.
+  std::vector<uint32_t> resend;
+  uint32_t resendHead = 0, resendCount = 0;
+  void queueResend(uint32_t id) {
+    if (resendCount < resend.size()) resend[(resendHead + resendCount++) % resend.size()] = id;
+  }
+  uint32_t popResend() {
+    const uint32_t id = resend[resendHead];
+    resendHead = uint32_t((resendHead + 1) % resend.size()), --resendCount;
+    return id;
+  }
   // Packets resolved each way; probablyLost counts packets whose records got their priority back
   // (some of them are acknowledged later and counted in acked too).
   // expired: packets 64 sequences old that no acknowledgement resolved, from a client that had
