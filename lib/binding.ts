@@ -101,7 +101,7 @@ export interface NativeWorld {
   odometer(id: number): number;
   addViewer(id: number, payloadBytes: number, sendPeriod: number, acks: boolean): void;
   acknowledge(id: number, ack: number, ackBits: number): void;
-  ackStats(id: number): { acked: number; lost: number; assumed: number; probablyLost: number; expired: number } | null;
+  ackStats(id: number): { acked: number; lost: number; assumed: number; probablyLost: number; expired: number; despawnsNotResent: number } | null;
   /** countDrop (default true): count a full queue in the viewer's dropped events. */
   emit(viewer: number, bytes: Uint8Array, countDrop?: boolean): void;
   holders(entity: number): Uint32Array;

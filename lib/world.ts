@@ -595,12 +595,14 @@ export class World {
    * Packets resolved for a viewer with acks: acknowledged; lost for certain (left out by an
    * acknowledgement more than 32 sequences newer, or expired); expired (64 packets went by without
    * a word, from a client that had acknowledged before: an outage; what they carried is sent again);
-   * assumed delivered (64 packets went by from a client that had never acknowledged: their despawns
-   * are done with, their announcements wait for the first acknowledgement, their events are still
-   * resent); probably lost
-   * (left out by one 3 or more newer: their records regained priority at once).
+   * assumed delivered (64 packets went by from a client that had never acknowledged: their
+   * announcements wait for the first acknowledgement, their despawns are sent again then (the
+   * newest 2 × ghostCap of them), their events are still resent); probably lost (left out by one 3
+   * or more newer: their records regained priority at once); despawnsNotResent (despawns found
+   * lost while 2 × ghostCap others already waited to be sent again: dropped, and the client keeps
+   * those entities).
    */
-  ackStats(viewer: EntityId): { acked: number; lost: number; assumed: number; probablyLost: number; expired: number } | null {
+  ackStats(viewer: EntityId): { acked: number; lost: number; assumed: number; probablyLost: number; expired: number; despawnsNotResent: number } | null {
     try {
       return this.#native.ackStats(viewer);
     } catch (e) {

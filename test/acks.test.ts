@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { World, WorldConfig, createRawPacket, decodePacketRaw } from '../lib/index.js';
+import { World, WorldConfig, createRawPacket, decodePacket, decodePacketRaw } from '../lib/index.js';
 import { randInt, rng, serverGhosts, withSeed } from './helpers/model.js';
 import { ackOf } from './helpers/model.js';
 
@@ -173,7 +173,7 @@ describe('acknowledgements drive the accumulator', () => {
     expect(() => w.acknowledge(7, 0, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_VIEWER' }));
     expect(() => w.acknowledge(b, 70000, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
     expect(() => w.acknowledge(b, 1, -1)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
-    expect(w.ackStats(b)).toEqual({ acked: 0, lost: 0, assumed: 0, probablyLost: 0, expired: 0 });
+    expect(w.ackStats(b)).toEqual({ acked: 0, lost: 0, assumed: 0, probablyLost: 0, expired: 0, despawnsNotResent: 0 });
     expect(w.ackStats(a)).toBeNull();
     // Nothing sent yet: every acknowledgement names a packet that does not exist.
     expect(() => w.acknowledge(b, 0, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
@@ -187,7 +187,7 @@ describe('acknowledgements drive the accumulator', () => {
     w.addViewer(v, { acks: true });
     for (let t = 0; t < 3; t++) await w.tick(); // sequences 0, 1, 2
     expect(() => w.acknowledge(v, 100, 0xffffffff)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
-    expect(w.ackStats(v)).toEqual({ acked: 0, lost: 0, assumed: 0, probablyLost: 0, expired: 0 });
+    expect(w.ackStats(v)).toEqual({ acked: 0, lost: 0, assumed: 0, probablyLost: 0, expired: 0, despawnsNotResent: 0 });
     expect(Array.from(w.ghosts(v).ids)).toEqual([e]);
     w.acknowledge(v, 2, 0b11);
     expect(w.ackStats(v)!.acked).toBe(3);
@@ -215,7 +215,7 @@ describe('acknowledgements drive the accumulator', () => {
     w.addViewer(late, { acks: true });
     expect(() => w.acknowledge(late, 0, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
     await pending;
-    expect(w.ackStats(v)).toEqual({ acked: 5, lost: 0, assumed: 0, probablyLost: 0, expired: 0 });
+    expect(w.ackStats(v)).toEqual({ acked: 5, lost: 0, assumed: 0, probablyLost: 0, expired: 0, despawnsNotResent: 0 });
     expect(() => w.acknowledge(v, 30000, 0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ACK' }));
   });
 
@@ -488,6 +488,57 @@ describe('acknowledgements drive the accumulator', () => {
     expect(held[0]).toBeGreaterThan(200);
     expect(held[1]).toBe(held[0]);
     expect(held[2]).toBe(held[0]);
+  });
+
+  it('a despawn lost before a late first acknowledgement is sent again once it comes', async () => {
+    const c = WorldConfig.build();
+    const w = new World(c, { capacity: 16, threads: 1, recordGhostPositions: true });
+    const v = w.spawn({ x: 1000, y: 1000, z: 0 });
+    const x = w.spawn({ x: 1010, y: 1000, z: 0 });
+    w.addViewer(v, { acks: true });
+    const client = new AckingClient(c);
+    let dropped = false;
+    for (let t = 0; t < 200; t++) {
+      if (t === 5) w.despawn(x);
+      const bytes = (await w.tick()).bytesAt(0);
+      const despawns = bytes[12] | (bytes[13] << 8);
+      if (despawns > 0 && !dropped) {
+        dropped = true; // the packet carrying x's despawn is lost; every other one arrives
+        continue;
+      }
+      client.apply(bytes);
+      if (t >= 100) w.acknowledge(v, ...client.ack()); // the first acknowledgement gets through 95 packets later
+    }
+    expect(dropped).toBe(true);
+    expect(client.held.has(x)).toBe(false);
+    expect(w.ackStats(v)).toMatchObject({ despawnsNotResent: 0 });
+  });
+
+  it('an entity whose despawn was lost and that comes back is held again, and no packet names it twice', async () => {
+    // x leaves and comes back while the packet with its despawn is lost: once that packet is found
+    // lost, x is held again and its despawn must not go out (nor share a packet with x's update).
+    const c = WorldConfig.build({ regionSize: 1024, viewRadius: 64, graceTicks: 0 });
+    const w = new World(c, { capacity: 4, threads: 1 });
+    const v = w.spawn({ x: 100, y: 100, z: 0 });
+    const x = w.spawn({ x: 110, y: 100, z: 0 });
+    w.addViewer(v, { acks: true });
+    const client = new AckingClient(c);
+    const step = async (px: number, lose: boolean): Promise<Uint8Array> => {
+      w.setPosition(x, { x: px, y: 100, z: 0 });
+      const bytes = (await w.tick()).bytesAt(0);
+      decodePacket(bytes, c); // refuses a packet naming an entity twice
+      if (!lose) {
+        client.apply(bytes);
+        w.acknowledge(v, ...client.ack());
+      }
+      return bytes;
+    };
+    await step(110, false);
+    await step(500, false);
+    await step(500, true); // x's despawn: lost
+    for (let t = 0; t < 3; t++) await step(110, false); // x back in view; the loss is probable, not certain
+    for (let t = 0; t < 40; t++) await step(110, false);
+    expect(client.held.has(x)).toBe(true);
   });
 
   it('an id that comes back after its generation wraps, while a viewer still holds the old entity, is sent at its new position', async () => {

@@ -802,6 +802,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     o.Set("assumed", Napi::Number::New(env, double(v.ackLog->assumed)));
     o.Set("probablyLost", Napi::Number::New(env, double(v.ackLog->probablyLost)));
     o.Set("expired", Napi::Number::New(env, double(v.ackLog->expired)));
+    o.Set("despawnsNotResent", Napi::Number::New(env, double(v.ackLog->despawnsNotResent)));
     return o;
   }
   Napi::Value HasViewer(const Napi::CallbackInfo& info) {

@@ -214,9 +214,17 @@ void World::serve(Viewer& v, Scratch& s) {
   uint32_t despawns = 0, removals = 0;
   uint32_t* logDespawns = log ? log->despawnIds.data() + size_t{logSlot} * log->maxDespawns : nullptr;
   // Despawns found lost go first (the oldest news), unless the entity was announced again since.
-  while (log && log->resendCount > 0 && despawns < budget.maxDespawns) {
-    const uint32_t id = log->popResend();
+  // One that is eligible now waits: it may be announced in this very packet, which may not name
+  // it twice (and once announced, it needs no despawn). Rare: a scan.
+  for (uint32_t q = log ? log->resend.count : 0; q > 0 && despawns < budget.maxDespawns; --q) {
+    const uint32_t id = log->resend.pop();
     if (lookup.find(id) >= 0) continue;  // announced again: the client holds it, or will
+    bool isEligible = false;
+    for (uint32_t j = 0; j < n && !isEligible; ++j) isEligible = candIdOf(candIdOdo[allEligible ? j : eligible[j]]) == id;
+    if (isEligible) {
+      log->queueResend(id);
+      continue;
+    }
     putU32(p, id);
     p += kDespawnRecordBytes;
     logDespawns[despawns++] = id;

@@ -112,10 +112,12 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
   }
   // Its despawns: lost, each goes out again unless the entity was announced again since (the
   // entry was removed when the despawn was written, so an entry now is a later announcement).
+  const uint32_t* despawns = log.despawnIds.data() + size_t{slot} * log.maxDespawns;
   if (outcome == AckLog::Lost) {
-    const uint32_t* despawns = log.despawnIds.data() + size_t{slot} * log.maxDespawns;
     for (uint32_t i = 0; i < p.despawns; ++i)
       if (gt.find(despawns[i]) < 0) log.queueResend(despawns[i]);
+  } else if (assumed) {
+    for (uint32_t i = 0; i < p.despawns; ++i) log.unconfirmedDespawns.push(despawns[i], true);
   }
   if (delivered && p.events && v.events) v.events->acknowledge(p.firstEvent, p.events);
   if (delivered) ++log.acked;
@@ -157,6 +159,11 @@ void World::acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits) {
     // never got it).
     log.acknowledging = true;
     GhostTable& gt = v.ghosts;
+    // Their despawns go out again (the newest the ring kept), unless announced again since.
+    while (log.unconfirmedDespawns.count > 0) {
+      const uint32_t id = log.unconfirmedDespawns.pop();
+      if (gt.find(id) < 0) log.queueResend(id);
+    }
     for (uint32_t i = 0; i < gt.size(); ++i) {
       GhostEntry& ge = gt.at(i);
       const GhostAck& a = gt.ackAt(i);

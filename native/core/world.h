@@ -51,13 +51,46 @@ struct AckLog {
   // despawns resent.
   static constexpr uint32_t kAckWindow = 32;
   enum Outcome : uint8_t { Delivered, ProbablyLost, Lost, Assumed };
-  AckLog(uint32_t maxUpdates, uint32_t maxDespawns)
+  // ringCapacity: the most despawns waiting to be sent again, and the most despawns of packets
+  // assumed delivered kept for the first acknowledgement (the ghost table's capacity).
+  AckLog(uint32_t maxUpdates, uint32_t maxDespawns, uint32_t ringCapacity)
       : maxUpdates(maxUpdates),
         maxDespawns(maxDespawns),
         updateIds(size_t{kPackets} * maxUpdates),
         updateMarks(size_t{kPackets} * maxUpdates),
         despawnIds(size_t{kPackets} * maxDespawns),
-        resend(size_t{kPackets} * maxDespawns) {}
+        resend(ringCapacity),
+        unconfirmedDespawns(ringCapacity) {}
+  // A FIFO of entity ids with a fixed capacity.
+  struct IdRing {
+    explicit IdRing(uint32_t capacity) : ids(capacity) {}
+    std::vector<uint32_t> ids;
+    uint32_t head = 0, count = 0;
+    uint32_t at(uint32_t k) const { return ids[(head + k) % ids.size()]; }
+    bool contains(uint32_t id) const {
+      for (uint32_t k = 0; k < count; ++k)
+        if (at(k) == id) return true;
+      return false;
+    }
+    // Appends id; when full, the oldest makes room (dropOldest) or id is not kept. Returns whether
+    // one was lost.
+    bool push(uint32_t id, bool dropOldest) {
+      if (ids.empty()) return true;
+      bool lost = false;
+      if (count == ids.size()) {
+        if (!dropOldest) return true;
+        pop();
+        lost = true;
+      }
+      ids[(head + count++) % ids.size()] = id;
+      return lost;
+    }
+    uint32_t pop() {
+      const uint32_t id = ids[head];
+      head = uint32_t((head + 1) % ids.size()), --count;
+      return id;
+    }
+  };
   struct Packet {
     uint32_t pass = 0;  // the viewer's pass that wrote it (Viewer::passes)
     uint16_t sequence = 0;
@@ -74,17 +107,16 @@ struct AckLog {
   // Despawns to send again, oldest first: ids whose despawn record went out in a packet found lost.
   // A ghost entry is removed when its despawn record is written (as for a viewer without
   // acknowledgements), so a despawn in flight takes no room in the table; its packet's log slot
-  // remembers it. Bounded by the log's despawn records: a packet found lost holds at most
-  // maxDespawns, and each is queued again only from the packet that last carried it.
-  std::vector<uint32_t> resend;
-  uint32_t resendHead = 0, resendCount = 0;
+  // remembers it. An id waits here once (two lost despawns of one entity, between which it was
+  // announced again, need one record: a packet never names an entity twice); beyond the ring's
+  // capacity, lost despawns are not sent again (counted in despawnsNotResent).
+  IdRing resend;
+  // Despawns of packets assumed delivered while the client had acknowledged nothing (it may not
+  // have been listening yet): sent again at its first acknowledgement, the newest ringCapacity.
+  IdRing unconfirmedDespawns;
+  uint64_t despawnsNotResent = 0;
   void queueResend(uint32_t id) {
-    if (resendCount < resend.size()) resend[(resendHead + resendCount++) % resend.size()] = id;
-  }
-  uint32_t popResend() {
-    const uint32_t id = resend[resendHead];
-    resendHead = uint32_t((resendHead + 1) % resend.size()), --resendCount;
-    return id;
+    if (!resend.contains(id) && resend.push(id, false)) ++despawnsNotResent;
   }
   // Packets resolved each way; probablyLost counts packets whose records got their priority back
   // (some of them are acknowledged later and counted in acked too).
@@ -102,7 +134,7 @@ struct Viewer {
         sendPeriod(period),
         phase(phase),
         ghosts(ghostCapacity, trackPositions, acks, ghostArena) {
-    if (acks) ackLog = std::make_unique<AckLog>(payload / kRecordBytes, payload / kDespawnRecordBytes);
+    if (acks) ackLog = std::make_unique<AckLog>(payload / kRecordBytes, payload / kDespawnRecordBytes, ghostCapacity);
     if (acks && eventReserveBytes > kEventSectionBytes + kEventHeaderBytes)
       events = std::make_unique<EventQueue>(eventReserveBytes - kEventSectionBytes - kEventHeaderBytes);
   }
