@@ -36,6 +36,26 @@ function liveGhosts(world: World, viewer: number): Map<number, { x: number; y: n
 // AckLog::kReorderTolerance in native/core/world.h: newer acknowledged packets that make one probably lost.
 const AckLogReorderTolerance = 3;
 
+/** A world with a viewer v (with acks) at (1000, 1000) m, an entity x 10 m away, and v's client. */
+function viewerAndEntity(capacity: number): { c: WorldConfig; w: World; v: number; x: number; client: AckingClient } {
+  const c = WorldConfig.build();
+  const w = new World(c, { capacity, threads: 1, recordGhostPositions: true });
+  const v = w.spawn({ x: 1000, y: 1000, z: 0 });
+  const x = w.spawn({ x: 1010, y: 1000, z: 0 });
+  w.addViewer(v, { acks: true });
+  return { c, w, v, x, client: new AckingClient(c) };
+}
+
+/** One tick of viewer v's world; the packet reaches the client, which acknowledges it, unless `deliver` is false. */
+function ticker(w: World, v: number, client: AckingClient): (deliver: boolean) => Promise<void> {
+  return async (deliver) => {
+    const bytes = (await w.tick()).bytesAt(0);
+    if (!deliver) return;
+    client.apply(bytes);
+    w.acknowledge(v, ...client.ack());
+  };
+}
+
 describe('acknowledgements drive the accumulator', () => {
   for (const loss of [0, 0.05, 0.2]) {
     it(`with ${loss * 100}% loss, each client converges to the server's ghost table once the loss stops`, async () => {
@@ -403,12 +423,7 @@ describe('acknowledgements drive the accumulator', () => {
       const i = Array.from(g.ids).indexOf(x);
       return i < 0 ? -1 : g.state[i];
     };
-    const tick = async (deliver: boolean): Promise<void> => {
-      const bytes = (await w.tick()).bytesAt(0);
-      if (!deliver) return;
-      client.apply(bytes);
-      w.acknowledge(v, ...client.ack());
-    };
+    const tick = ticker(w, v, client);
     await tick(false); // announces x: lost
     for (const px of [1253, 1255, 1257]) {
       w.setPosition(v, { x: px, y: 1000, z: 0 }); // out of view, 2 m a tick
@@ -424,18 +439,8 @@ describe('acknowledgements drive the accumulator', () => {
   });
 
   it('a lost update is repaired after 32,768 packets too (the 16-bit sequence wraps; the bookkeeping does not)', async () => {
-    const c = WorldConfig.build();
-    const w = new World(c, { capacity: 4, threads: 1, recordGhostPositions: true });
-    const v = w.spawn({ x: 1000, y: 1000, z: 0 });
-    const x = w.spawn({ x: 1010, y: 1000, z: 0 });
-    w.addViewer(v, { acks: true });
-    const client = new AckingClient(c);
-    const tick = async (deliver: boolean): Promise<void> => {
-      const bytes = (await w.tick()).bytesAt(0);
-      if (!deliver) return;
-      client.apply(bytes);
-      w.acknowledge(v, ...client.ack());
-    };
+    const { c, w, v, x, client } = viewerAndEntity(4);
+    const tick = ticker(w, v, client);
     for (let t = 0; t < 32_800; t++) await tick(true); // x held all along
     w.setPosition(x, { x: 1020, y: 1000, z: 0 }); // moves once; that packet is lost
     await tick(false);
@@ -491,12 +496,7 @@ describe('acknowledgements drive the accumulator', () => {
   });
 
   it('a despawn lost before a late first acknowledgement is sent again once it comes', async () => {
-    const c = WorldConfig.build();
-    const w = new World(c, { capacity: 16, threads: 1, recordGhostPositions: true });
-    const v = w.spawn({ x: 1000, y: 1000, z: 0 });
-    const x = w.spawn({ x: 1010, y: 1000, z: 0 });
-    w.addViewer(v, { acks: true });
-    const client = new AckingClient(c);
+    const { c, w, v, x, client } = viewerAndEntity(16);
     let dropped = false;
     for (let t = 0; t < 200; t++) {
       if (t === 5) w.despawn(x);
