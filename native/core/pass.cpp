@@ -17,7 +17,7 @@ namespace sightline {
 namespace {
 
 // Scoring's rarer cases, for a candidate whose entry is e (or -1) and whose odometer reads odo:
-// not held (new), announced again (its despawn is in flight, or its announcement was lost), or
+// not held (new), announced again (its announcement was lost: unheld), or
 // held with something pending (departing: revived; queued). Stamps a held entry with this pass.
 // Returns drift | fresh << 32.
 __attribute__((noinline)) uint64_t driftOfOther(GhostTable& gt, int32_t e, uint32_t odo, uint16_t pass,
@@ -309,7 +309,7 @@ void World::serve(Viewer& v, Scratch& s) {
       e = uint32_t(r.entry);
       GhostEntry& ge = gt.at(e);
       ge.mark = se.odo;
-      if (r.fresh) {  // announced again: its despawn was in flight, or its announcement lost
+      if (r.fresh) {  // announced again: its announcement was lost
         ge.state = kLive, ge.lastSeen = pass;
         ge.flags &= uint8_t(~kUnheld);
         GhostAck& a = gt.ackAt(e);

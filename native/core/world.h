@@ -262,7 +262,7 @@ class World {
  private:
   // A candidate with a positive score (the score itself is kept apart, in Scratch::scores); order =
   // its gather position; entry = its ghost table index, or -1 when it has none; fresh = the client
-  // does not hold it (no entry, or a despawn in flight).
+  // does not hold it (no entry, or its announcement was lost: unheld).
   struct Scored { uint32_t order; uint32_t index; int32_t entry; uint32_t fresh; };
   // Per-worker scratch, on its own cache lines.
   struct alignas(64) Scratch {
