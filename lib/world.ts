@@ -413,6 +413,7 @@ export class World {
     return this.#engine;
   }
 
+  // Called first, before any argument is checked: a closed world refuses every call alike.
   #requireOpen(): void {
     if (this.#closed) throw new SightlineError('ERR_SIGHTLINE_WORLD_CLOSED', 'this world was closed: make a new one');
   }
@@ -464,6 +465,7 @@ export class World {
    * @throws ERR_SIGHTLINE_INVALID_POSITION (non-finite or beyond Int32 raw), ERR_SIGHTLINE_WORLD_FULL.
    */
   spawn(position: PositionInput): EntityId {
+    this.#requireOpen();
     const [x, y, z] = checkVec3(position);
     try {
       return this.#native.spawn(x, y, z);
@@ -507,6 +509,7 @@ export class World {
 
   /** Moves an entity to a position in meters (z left out: 0). @throws like spawn and slotOf; changes nothing then. */
   setPosition(id: EntityId, position: PositionInput): void {
+    this.#requireOpen();
     const [x, y, z] = checkVec3(position);
     const s = this.slotOf(id);
     this.positions.x[s] = x;
@@ -539,6 +542,7 @@ export class World {
    *   viewers' payloadBytes together would pass 4 GiB − 64 KiB, the most one output buffer holds).
    */
   addViewer(avatar: EntityId, options?: ViewerOptions | null): void {
+    this.#requireOpen();
     const o = readOptions('addViewer', options, VIEWER_OPTIONS);
     const payloadBytes = o.payloadBytes === undefined ? this.config.payloadBytes : o.payloadBytes;
     const sendPeriod = o.sendPeriod === undefined ? 1 : o.sendPeriod;
@@ -631,7 +635,8 @@ export class World {
    * Runs one tick: the odometer and snapshot on this thread (microseconds), then the per-viewer
    * pass on the thread pool while the event loop stays free. Positions may be written for the
    * next tick as soon as this returns.
-   * @throws ERR_SIGHTLINE_TICK_IN_PROGRESS (synchronously) when the previous tick has not ended.
+   * @throws synchronously, not as a rejection: ERR_SIGHTLINE_TICK_IN_PROGRESS (the previous tick
+   *   has not ended), ERR_SIGHTLINE_WORLD_CLOSED.
    */
   tick(): Promise<TickResult> {
     let p: Promise<Float64Array>;
@@ -858,6 +863,7 @@ export class World {
    *   key other than walkCap and exclude), ERR_SIGHTLINE_TICK_IN_PROGRESS.
    */
   gather(at: { x: number; y: number }, options?: { walkCap?: number; exclude?: EntityId } | null): GatherResult {
+    this.#requireOpen();
     const x = checkCoordinate('x', at?.x);
     const y = checkCoordinate('y', at?.y);
     const o = readOptions('gather', options, GATHER_OPTIONS);

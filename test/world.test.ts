@@ -370,6 +370,11 @@ describe('close', () => {
       () => w.gather({ x: 100, y: 100 }),
       () => w.emit(new Uint8Array([1]), { viewer: a }),
       () => w.run({ ticks: 1 }),
+      // Before the arguments are checked, too.
+      () => w.setPosition(a, { x: NaN, y: 1, z: 0 }),
+      () => w.gather({ x: NaN, y: 1 }),
+      () => w.addViewer(b, { foo: 1 } as never),
+      () => w.spawn({ x: NaN, y: 1, z: 0 }),
     ]) {
       expect(call).toThrow(closed);
     }
