@@ -15,6 +15,7 @@
 // (AckLog::resend) unless the entity has been announced again by then (a new entry).
 // An entry flagged unheld (see GhostFlags) is departing, or live but not yet announced again.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -143,25 +144,30 @@ class GhostTable {
 };
 
 // A worker's direct map from entity slot to one ghost table's entry index, loaded at the start of
-// each viewer's pass by reading the table's entries in order and cleared the same way once the
-// pass's lookups are done. A lookup is then one load from a worker-local array (2 bytes per slot,
-// so it mostly stays in L1) instead of a hash probe into a table that is cold in the cache (a
-// table is touched once per pass, and thousands of them do not fit in the cache). A slot's word
-// names the last entry loaded of that slot; an id it does not match (another generation of a
-// reused slot, held alongside or instead) is looked up in the table's own index: rare, and no
-// load has to check for it.
+// each viewer's pass by reading the table's entries in order. A lookup is then one load from a
+// worker-local array instead of a hash probe into a table that is cold in the cache (a table is
+// touched once per pass, and thousands of them do not fit in the cache). Each word carries the
+// tag of the load that wrote it, so a new load retires the last one's words without clearing
+// them (the map is cleared once per 65,535 loads, when the tag wraps). A slot's word names the
+// last entry loaded of that slot; an id it does not match (another generation of a reused slot,
+// held alongside or instead) is looked up in the table's own index: rare, and no load has to
+// check for it.
 class GhostLookup {
  public:
   // Slots [0, slots) may be looked up and loaded: the store's high-water mark. Not during a pass.
   void reserve(uint32_t slots) {
-    if (map_.size() < slots) map_.resize(slots, 0);
+    if (map_.size() < slots) map_.resize(slots, 0);  // tag 0: never a current load's
   }
   // The map for one table, read through locals (the pass's stores cannot alias them).
   struct Loaded {
     const GhostTable& gt;
-    const uint16_t* map;
+    const uint32_t* map;
+    uint32_t tag;  // this load's tag << 16
     // The map's word for id: the index + 1 of the last entry loaded of id's slot, or 0.
-    uint32_t word(uint32_t id) const { return map[slotOfId(id)]; }
+    uint32_t word(uint32_t id) const {
+      const uint32_t w = map[slotOfId(id)] ^ tag;  // the index + 1 when the tag is this load's
+      return w < 0x10000 ? w : 0;
+    }
     // Index of the entry for id in the table (unchanged since the load, but for field writes), or -1.
     int32_t find(uint32_t id) const { return resolve(word(id), id); }
     // find(id), given m = word(id) read ahead.
@@ -171,23 +177,22 @@ class GhostLookup {
       return gt.find(id);
     }
   };
-  // Loads the map from gt's entries. Until clear(), gt's first size() entries keep their ids.
+  // Loads the map from gt's entries. While the Loaded is used, gt's first size() entries keep
+  // their ids (entries are inserted and removed only after the last lookup).
   Loaded load(const GhostTable& gt) {
-    uint16_t* map = map_.data();
-    for (uint32_t i = 0, n = gt.size(); i < n; ++i) map[slotOfId(gt.at(i).id)] = uint16_t(i + 1);  // entries < 32768
-    loaded_ = gt.size();
-    return Loaded{gt, map};
-  }
-  // Empties the map again: the slots of the entries that were loaded (new entries may follow them).
-  void clear(const GhostTable& gt) {
-    uint16_t* map = map_.data();
-    for (uint32_t i = 0; i < loaded_; ++i) map[slotOfId(gt.at(i).id)] = 0;
-    loaded_ = 0;
+    if (++tag_ == 0x10000) {
+      std::fill(map_.begin(), map_.end(), 0);
+      tag_ = 1;
+    }
+    uint32_t* map = map_.data();
+    const uint32_t tag = tag_ << 16;
+    for (uint32_t i = 0, n = gt.size(); i < n; ++i) map[slotOfId(gt.at(i).id)] = tag | (i + 1);  // entries < 32768
+    return Loaded{gt, map, tag};
   }
 
  private:
-  std::vector<uint16_t> map_;  // per slot: entry index + 1, or 0
-  uint32_t loaded_ = 0;
+  std::vector<uint32_t> map_;  // per slot: the tag of the load that wrote it << 16 | entry index + 1
+  uint32_t tag_ = 0;
 };
 
 }  // namespace sightline

@@ -254,7 +254,7 @@ void World::serve(Viewer& v, Scratch& s) {
     }
   }
   st.despawns += despawns;
-  s.lookup.clear(gt);  // the last lookup; entries are inserted and removed from here on
+  // The last lookup was above: entries are inserted and removed from here on.
   // Each removal moves the table's last entry into the hole and rewrites that entry's index slot:
   // ask for those slots now, as for the removed ids above.
   for (uint32_t r = 0, size = gt.size(); r < removals && r < size; ++r) gt.prefetchIndex(gt.at(size - 1 - r).id);
