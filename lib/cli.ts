@@ -442,7 +442,8 @@ export async function main(argv: readonly string[] = process.argv): Promise<numb
       return EXIT_USAGE;
     }
     if (e instanceof SightlineError && e.code === ERR_INVALID_FLAG) {
-      process.stderr.write(`${e.message} (${e.code})\n(add --help for usage)\n`);
+      // Worded and exited like commander's own usage errors (exit code 2 tells them apart).
+      process.stderr.write(`${e.message}\n(add --help for usage)\n`);
       return EXIT_USAGE;
     }
     const message = e instanceof SightlineError ? `${e.message} (${e.code})` : e instanceof Error ? (e.stack ?? e.message) : String(e);

@@ -1,6 +1,6 @@
 // sightline: interest management with a priority accumulator for Node.js game servers.
 export { World, TickResult } from './world.js';
-export type { EventTarget, EntityId, Vec3, PositionInput, WorldOptions, ViewerOptions, Positions, Packet, TickStats, GatherResult, GhostTableView } from './world.js';
+export type { EventRecipients, EntityId, Vec3, PositionInput, WorldOptions, ViewerOptions, Positions, Packet, TickStats, GatherResult, GhostTableView } from './world.js';
 export * from './config.js';
 export { SightlineError } from './errors.js';
 export { kernels, profileGuided } from './world.js';

@@ -66,6 +66,9 @@ export interface LoopOptions {
 /**
  * Why a loop ended: `ticks` ran (`'completed'`), {@link LoopHandle.stop} (`'stopped'`), the
  * signal (`'aborted'`), or {@link World.close} between ticks or in a step (`'closed'`).
+ * The first one wins. `stop()` and an abort are recorded when they happen; a close is seen when
+ * the next tick would start (or right after the step that closed), so a stop or abort that comes
+ * between a close and that moment is the reason given.
  */
 export type LoopEndReason = 'completed' | 'stopped' | 'aborted' | 'closed';
 
@@ -81,7 +84,7 @@ export interface LoopSummary {
   readonly elapsedMs: number;
   /** The tick period, ms: 1000 / config.input.tickHz. */
   readonly periodMs: number;
-  /** `'completed'` (the `ticks` limit was reached), `'stopped'` (stop()) or `'aborted'` (signal). */
+  /** Why the loop ended (see {@link LoopEndReason}). */
   readonly reason: LoopEndReason;
 }
 

@@ -141,9 +141,9 @@ export interface GhostTableView {
 /**
  * Who receives an event; see {@link World.emit}. Positions in meters. Exactly one of the three
  * forms: a target naming two is refused at run time, and the `never` fields make TypeScript refuse
- * it too.
+ * it too. (Named so as not to shadow the DOM's and Node's global `EventTarget` where it is imported.)
  */
-export type EventTarget =
+export type EventRecipients =
   | { viewer: EntityId; holders?: never; near?: never; radius?: never }
   | { holders: EntityId; viewer?: never; near?: never; radius?: never }
   | { near: { x: number; y: number }; radius: number; viewer?: never; holders?: never };
@@ -696,7 +696,7 @@ export class World {
    *   ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_EVENTS_DISABLED (a `{ viewer }` added without
    *   acks), ERR_SIGHTLINE_EVENT_QUEUE_FULL (not while deferred).
    */
-  emit(bytes: Uint8Array, target: EventTarget): number {
+  emit(bytes: Uint8Array, target: EventRecipients): number {
     this.#requireOpen();
     if (!(bytes instanceof Uint8Array)) {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `an event must be a Uint8Array, received ${describe(bytes)}`);

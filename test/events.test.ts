@@ -170,7 +170,7 @@ describe('reliable events', () => {
     expect(() => w.emit('hi' as never, { viewer: v })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     expect(() => w.emit(text('hi'), { nobody: 1 } as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     // Two forms at once: refused by the types (tsc checks this file) and at run time.
-    // @ts-expect-error EventTarget is exactly one form
+    // @ts-expect-error EventRecipients is exactly one form
     expect(() => w.emit(text('hi'), { viewer: v, holders: v })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     expect(() => w.emit(text('hi'), { viewer: 12345 })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_VIEWER' }));
     const none = new World(WorldConfig.build(), { capacity: 8 });

@@ -223,6 +223,35 @@ describe('run', () => {
     expect(closedInStep).toMatchObject({ ticks: 2, reason: 'closed' });
   });
 
+  it('the first reason to end wins: a stop or abort after a close, before the next tick would start, is the reason', async () => {
+    // onTick closes the world and stops the loop in the same turn: the loop sees the stop first.
+    const stopped = makeWorld();
+    const h1 = run(stopped, {
+      onTick: (_r, info) => {
+        if (info.tick === 1) {
+          stopped.close();
+          void h1.stop();
+        }
+      },
+    });
+    expect(await h1.done).toMatchObject({ ticks: 2, reason: 'stopped' });
+    const aborted = makeWorld();
+    const ac = new AbortController();
+    const h2 = run(aborted, {
+      signal: ac.signal,
+      onTick: (_r, info) => {
+        if (info.tick === 1) {
+          aborted.close();
+          ac.abort();
+        }
+      },
+    });
+    expect(await h2.done).toMatchObject({ ticks: 2, reason: 'aborted' });
+    // A close alone is seen when the next tick would start.
+    const closed = makeWorld();
+    expect(await runLoop(closed, { onTick: (_r, info) => void (info.tick === 1 && closed.close()) })).toMatchObject({ ticks: 2, reason: 'closed' });
+  });
+
   it('refuses a second loop on a world while one runs, and takes one once it has ended', async () => {
     const world = makeWorld();
     const first = world.run({ ticks: 3 });
