@@ -60,6 +60,34 @@ describe('entities', () => {
     expect(() => w.slotOf(a + 5 * 2 ** 20)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_STALE_ENTITY' }));
   });
 
+  it('churn: freed slots wait until 4,096 are free and come back oldest first, so a stale id is refused, not aliased', () => {
+    const w = new World(config, { capacity: 65_536 });
+    const live: number[] = [];
+    for (let i = 0; i < 100; i++) live.push(w.spawn({ x: 1 + i, y: 1, z: 0 }));
+    const dead: number[] = [];
+    let maxSlot = 0;
+    const seen = new Set<number>(live);
+    for (let k = 0; k < 20_000; k++) {
+      // First the newest goes each time (a projectile): the slot a despawn just freed is the one an
+      // immediate reuse would hand out again, and its generation would wrap after 4,096. Then any.
+      const gone = live.splice(k < 10_000 ? live.length - 1 : (k * 7) % live.length, 1)[0];
+      w.despawn(gone);
+      dead.push(gone);
+      const id = w.spawn({ x: 5, y: 5, z: 0 });
+      expect(seen.has(id)).toBe(false);  // no id is issued twice
+      seen.add(id);
+      live.push(id);
+      maxSlot = Math.max(maxSlot, id % 2 ** 20);
+    }
+    // Never-used slots are taken while fewer than 4,096 freed ones wait: live + 4,096 slots at most.
+    expect(maxSlot).toBeLessThan(100 + 4096);
+    for (const id of dead.slice(-300)) {
+      expect(() => w.despawn(id)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_STALE_ENTITY' }));
+    }
+    expect(w.liveCount).toBe(100);
+    for (const id of live) expect(w.isLive(id)).toBe(true);
+  });
+
   it('a full world refuses a spawn with a coded error and keeps its entities', () => {
     const w = new World(config, { capacity: 2 });
     w.spawn({ x: 1, y: 1, z: 0 });

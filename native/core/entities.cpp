@@ -35,7 +35,9 @@ void EntityStore::useMemory(int32_t* x, int32_t* y, int32_t* z) {
 
 uint32_t EntityStore::spawn(int32_t x, int32_t y, int32_t z) {
   uint32_t slot;
-  if (freeCount_ > 0) {
+  // A freed slot comes back only once kReuseAfter others wait (or no fresh slot is left), oldest
+  // first: a slot is reused at most once per kReuseAfter despawns.
+  if (freeCount_ > 0 && (freeCount_ >= kReuseAfter || highWater_ >= capacity_)) {
     slot = freeRing_[freeHead_];
     freeHead_ = (freeHead_ + 1) % capacity_;
     --freeCount_;

@@ -8,7 +8,10 @@
 namespace sightline {
 
 // EntityId = slot | generation << kSlotBits. A reused slot gets the next generation, so a stale id
-// never answers for the new occupant (until the 12-bit generation wraps after 4,096 reuses of one slot).
+// never answers for the new occupant (until the 12-bit generation wraps after 4,096 reuses of one
+// slot). Freed slots are reused oldest first, and only while EntityStore::kReuseAfter of them wait
+// or the store has no fresh slot left: a despawned id stays refused for at least
+// 4,096 x min(kReuseAfter, capacity - live) further despawns (16.7 million when capacity allows).
 constexpr int kSlotBits = 20;
 constexpr uint32_t kMaxCapacity = 1u << kSlotBits;
 constexpr uint32_t kSlotMask = kMaxCapacity - 1;
@@ -32,6 +35,9 @@ class EntityStore {
   uint32_t capacity() const { return capacity_; }
   uint32_t liveCount() const { return liveCount_; }
   uint32_t highWater() const { return highWater_; }  // slots [0, highWater) have been used
+  // Freed slots held back from reuse while fresh ones remain: highWater() stays within
+  // liveCount() + kReuseAfter.
+  static constexpr uint32_t kReuseAfter = 4096;
 
   // Throws ERR_SIGHTLINE_WORLD_FULL when every slot is live.
   uint32_t spawn(int32_t x, int32_t y, int32_t z);
@@ -76,7 +82,7 @@ class EntityStore {
   std::vector<uint8_t> alive_;
   std::vector<uint8_t> wrapped_;  // per slot: its generation has wrapped (every generation was issued)
   std::vector<uint8_t> fresh_;
-  std::vector<uint32_t> freeRing_;  // FIFO of freed slots: reuse is delayed as long as possible
+  std::vector<uint32_t> freeRing_;  // FIFO of freed slots (see kReuseAfter)
   uint32_t freeHead_ = 0, freeCount_ = 0;
   uint32_t highWater_ = 0;
   uint32_t liveCount_ = 0;
