@@ -138,6 +138,9 @@ describe('control messages: round trips', () => {
     expect(e.code).toBe('ERR_SIGHTLINE_NET_REFUSED_PROTOCOL_HASH');
     expect(e.message).toContain('0xdf87a786');
     expect(e.message).toContain('0x12345678');
+    // A server's text that names them already (a sightline server's) is not repeated.
+    const named = refuseError({ type: MSG_REFUSE, nonce: 0, code: RefuseCode.PROTOCOL_HASH, detail: 0xdf87a786, text: 'protocol hash mismatch: server 0xdf87a786, client 0x12345678' }, 0x12345678);
+    expect(named.message.split('0x12345678').length).toBe(2);
     expect(refuseError({ type: MSG_REFUSE, nonce: 0, code: RefuseCode.SERVER_FULL, detail: 1, text: 'full' }).code).toBe('ERR_SIGHTLINE_NET_REFUSED_SERVER_FULL');
     expect(refuseError({ type: MSG_REFUSE, nonce: 0, code: 99, detail: 0, text: '?' }).code).toBe('ERR_SIGHTLINE_NET_REFUSED');
   });

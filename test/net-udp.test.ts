@@ -297,6 +297,27 @@ describe('UDP transport on loopback', () => {
     await caughtUp(h, c, avatar);
   });
 
+  it('send() of something that is not a packet is a coded error and sends nothing; a world that is not one, or of another config, is refused', async () => {
+    const h = await harness();
+    const { avatar } = await client(h);
+    const before = { ...h.server.counters };
+    const packet = new Uint8Array(16);
+    packet[0] = 1;
+    for (const bad of [null, 'abc', [1, 2], new Uint8Array(0), new Uint8Array(15).fill(1), new Uint16Array(16), new Uint8Array(16), new Uint8Array(70_000).fill(1)]) {
+      expect(() => h.server.send(avatar, bad as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    }
+    expect(h.server.counters).toEqual(before);
+    expect(h.server.send(avatar, packet)).toBe(true);
+    expect(h.server.counters.packetsSent).toBe(before.packetsSent + 1);
+    const onConnect = () => 0;
+    const other = new World(WorldConfig.build({ regionSize: 1024 }), { capacity: 4, threads: 1 });
+    cleanups.push(() => other.close());
+    for (const world of [5, {}, { acknowledge: 1 }, other]) {
+      expect(() => new UdpServer({ config, world, onConnect } as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    }
+    expect(() => new UdpServer({ config, world: { acknowledge: () => undefined }, onConnect }).close()).not.toThrow();
+  });
+
   it('UdpClient: null options mean defaults; another non-object is ERR_SIGHTLINE_INVALID_ARGUMENT', async () => {
     const c = new UdpClient(null);
     cleanups.push(() => c.close());

@@ -445,7 +445,8 @@ export function layoutOf(welcome: Pick<WelcomeMessage, 'regionRaw' | 'verticalRa
 export function refuseError(refuse: RefuseMessage, clientHash?: number): SightlineError {
   const code = REFUSE_ERROR_CODES[refuse.code] ?? 'ERR_SIGHTLINE_NET_REFUSED';
   let message = `server refused the connection (code ${refuse.code}): ${refuse.text}`;
-  if (refuse.code === RefuseCode.PROTOCOL_HASH && clientHash !== undefined) {
+  // The hashes, unless the server's text gives them already (a sightline server's does).
+  if (refuse.code === RefuseCode.PROTOCOL_HASH && clientHash !== undefined && !refuse.text.includes(`0x${hex32(clientHash)}`)) {
     message += ` (server hash 0x${hex32(refuse.detail)}, client hash 0x${hex32(clientHash)})`;
   }
   return new SightlineError(code, message);

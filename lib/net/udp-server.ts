@@ -1,9 +1,9 @@
 // The UDP transport, server side: one node:dgram socket for every client. Handshake, per-client
 // routing of a tick's packets, acks to the game and the engine, timeouts, bounded sends.
 import dgram from 'node:dgram';
-import { PROTOCOL_VERSION } from '../config.js';
+import { HEADER_BYTES, MAX_PAYLOAD_BYTES, PROTOCOL_VERSION } from '../config.js';
 import type { WorldConfig } from '../config.js';
-import { SightlineError, describe } from '../errors.js';
+import { SightlineError, describe, isUint8Array } from '../errors.js';
 import type { EntityId } from '../world.js';
 import {
   ByeReason,
@@ -45,10 +45,11 @@ export interface UdpServerOptions extends TransportListener {
   /** The world's configuration: its protocol hash gates the handshake, its layout goes in WELCOME. */
   config: ServerLayout;
   /**
-   * The World. When it has `acknowledge(viewer, ack, ackBits)`, every accepted ACK is passed to it
-   * (after `onAck`); otherwise acks reach `onAck` only.
+   * The World (or any object with `acknowledge(viewer, ack, ackBits)`): every accepted ACK is passed
+   * to its `acknowledge` (after `onAck`). Without it, acks reach `onAck` only. An object without an
+   * `acknowledge` method, or whose `config.protocolHash` differs from `config`'s, is refused.
    */
-  world?: object;
+  world?: { acknowledge(viewer: EntityId, ack: number, ackBits: number): unknown; readonly config?: { readonly protocolHash?: number } };
   /** Address to bind. Default `'0.0.0.0'` (`'::'` for udp6). */
   address?: string;
   /** Port to bind; 0 picks a free one (see {@link UdpServer.port}). Default 0. */
@@ -193,6 +194,19 @@ export class UdpServer implements Transport {
     }
     this.#listener = options;
     this.#config = config;
+    const world: unknown = options.world;
+    if (world !== undefined) {
+      if (typeof world !== 'object' || world === null || typeof (world as { acknowledge?: unknown }).acknowledge !== 'function') {
+        throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `world must be a World (an object with acknowledge(viewer, ack, ackBits)), received ${describe(world)}`);
+      }
+      const hash = (world as { config?: { protocolHash?: unknown } }).config?.protocolHash;
+      if (hash !== undefined && hash !== config.protocolHash) {
+        throw new SightlineError(
+          'ERR_SIGHTLINE_INVALID_ARGUMENT',
+          `world's config (protocol hash ${describe(hash)}) is not config (protocol hash ${config.protocolHash}): pass world.config`,
+        );
+      }
+    }
     this.#acknowledge = acknowledgeOf(options.world);
     this.#address = options.address ?? (type === 'udp6' ? '::' : '0.0.0.0');
     this.#requestedPort = intOption('port', options.port, 0, 0, 65535);
@@ -370,8 +384,17 @@ export class UdpServer implements Transport {
   /**
    * Sends one game packet (copied) to a viewer's client.
    * Returns false when not issued: no client (`packetsUnrouted`) or the send caps (`packetsDropped`).
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT when bytes is not a Uint8Array holding a packet: 16 to
+   *   65,507 bytes, version byte 1 (docs/wire-format.md).
    */
   send(viewer: EntityId, bytes: Uint8Array): boolean {
+    if (!isUint8Array(bytes) || bytes.length < HEADER_BYTES || bytes.length > MAX_PAYLOAD_BYTES || bytes[0] !== PROTOCOL_VERSION) {
+      throw new SightlineError(
+        'ERR_SIGHTLINE_INVALID_ARGUMENT',
+        `bytes must be a packet: a Uint8Array of ${HEADER_BYTES} to ${MAX_PAYLOAD_BYTES} bytes starting with version ${PROTOCOL_VERSION}, received ${describe(bytes)}` +
+          (isUint8Array(bytes) ? ` (${bytes.length} bytes, version byte ${bytes[0]})` : ''),
+      );
+    }
     const c = this.#counters;
     const s = this.#state === 'listening' ? this.#byViewer.get(viewer) : undefined;
     if (s === undefined) {
