@@ -278,6 +278,9 @@ interface Derived {
  * integer, field for field the native engine's `Config`. Raw units are 1/1024 m (see lib/fixed.ts).
  * Immutable (frozen). Build one with {@link WorldConfig.build}.
  */
+// Passed by WorldConfig.build to the constructor, which refuses any other caller.
+const BUILD_TOKEN = Symbol('WorldConfig.build');
+
 export class WorldConfig {
   /** Authored values with defaults filled in; the object to hand to the native engine. */
   readonly input: ResolvedWorldConfigInput;
@@ -360,7 +363,11 @@ export class WorldConfig {
     return typeof value === 'object' && value !== null && #built in value;
   }
 
-  private constructor(d: Derived) {
+  private constructor(token: symbol, d: Derived) {
+    // Only build() holds the token: a `new WorldConfig(...)` from JavaScript gets no brand.
+    if (token !== BUILD_TOKEN) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', 'a WorldConfig is made by WorldConfig.build(input), not by new WorldConfig()');
+    }
     this.input = d.input;
     this.regionRaw = d.regionRaw;
     this.regionShift = d.regionShift;
@@ -412,7 +419,7 @@ export class WorldConfig {
   static build(input?: WorldConfigInput | WorldConfig): WorldConfig {
     if (WorldConfig.isBuilt(input)) return input;
     if (input instanceof WorldConfig) fail('ERR_SIGHTLINE_INVALID_ARGUMENT', 'config has the WorldConfig prototype but was not made by WorldConfig.build()');
-    return new WorldConfig(derive(input));
+    return new WorldConfig(BUILD_TOKEN, derive(input));
   }
 }
 

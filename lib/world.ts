@@ -264,7 +264,7 @@ export class TickResult {
   readonly #epoch: number;
   readonly #buffer: ArrayBuffer;
   readonly #index: Uint32Array;
-  #packets: Packet[] | undefined;
+  #packets: readonly Packet[] | undefined;
 
   /** @internal */
   constructor(world: World, epoch: number, r: NativeTickResult) {
@@ -291,7 +291,7 @@ export class TickResult {
     }
   }
 
-  /** Every packet of the tick, in viewer order. Built once on first access. */
+  /** Every packet of the tick, in viewer order. Built once on first access; the array is frozen (every access returns it). */
   get packets(): readonly Packet[] {
     this.#check();
     if (!this.#packets) {
@@ -300,7 +300,7 @@ export class TickResult {
       for (let i = 0; i < this.count; i++) {
         out[i] = { viewer: ix[3 * i], bytes: new Uint8Array(this.#buffer, ix[3 * i + 1], ix[3 * i + 2]) };
       }
-      this.#packets = out;
+      this.#packets = Object.freeze(out);
     }
     return this.#packets;
   }

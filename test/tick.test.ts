@@ -153,6 +153,11 @@ describe('TickResult packet index', () => {
     expect([0, 1, 2].map((i) => r.viewerAt(i))).toEqual(viewers);
     for (let i = 0; i < 3; i++) expect(Array.from(r.bytesAt(i))).toEqual(Array.from(bytes[i]));
     expect(r.packets.map((p) => p.viewer)).toEqual(viewers);
+    // The packets array is built once and shared by every access: frozen, so no caller changes it for another.
+    expect(r.packets).toBe(r.packets);
+    expect(Object.isFrozen(r.packets)).toBe(true);
+    expect(() => (r.packets as unknown as number[]).push(1)).toThrow(TypeError);
+    expect(r.packets.length).toBe(3);
   });
 
   it('a tick without packets has no index 0', async () => {

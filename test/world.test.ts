@@ -131,6 +131,11 @@ describe('entities', () => {
     const forged = Object.create(WorldConfig.prototype) as WorldConfig;
     expect(() => new World(forged)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     expect(() => WorldConfig.build(forged)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    // Nor does the constructor, called from JavaScript (TypeScript keeps it private): only build() makes one.
+    const Ctor = WorldConfig as unknown as new (...args: unknown[]) => WorldConfig;
+    for (const args of [[], [{}], [Symbol('WorldConfig.build'), {}]]) {
+      expect(() => new Ctor(...args)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT', message: expect.stringContaining('WorldConfig.build') }));
+    }
     // Options are plain objects: a Map or a Date holds no options and is refused, not read as empty.
     for (const options of [new Map([['capacity', 8]]), new Date()]) {
       expect(() => new World(config, options as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
