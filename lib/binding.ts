@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { WorldConfig } from './config.js';
+import { SightlineError } from './errors.js';
 
 const require = createRequire(import.meta.url);
 
@@ -188,8 +189,24 @@ function packageRoot(): string {
 
 const nodeGypBuild = require('node-gyp-build') as (dir: string) => unknown;
 
+function loadAddon(): NativeBinding {
+  try {
+    return nodeGypBuild(packageRoot()) as NativeBinding;
+  } catch (e) {
+    const libc = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header?.glibcVersionRuntime;
+    throw new SightlineError(
+      'ERR_SIGHTLINE_NO_ADDON',
+      `sightline: its native addon did not load on ${process.platform}-${process.arch}` +
+        `${libc ? ` (glibc ${libc})` : ''}, Node ${process.versions.node}. The package ships a prebuilt addon for ` +
+        'linux-x64 needing glibc 2.32 and the C++ runtime of GCC 12 or later (Debian 12, Ubuntu 22.04 and newer); elsewhere it is compiled ' +
+        'on install, which needs python3, make and a C++20 compiler: install them, then run ' +
+        `\`npm rebuild sightline\`. Cause: ${e instanceof Error ? e.message : String(e)}`,
+    );
+  }
+}
+
 /** The loaded addon. */
-export const native = nodeGypBuild(packageRoot()) as NativeBinding;
+export const native = loadAddon();
 if (native.tickMetaFields.join() !== TICK_META_FIELDS.join()) {
   throw new Error(`sightline: the addon's tick fields (${native.tickMetaFields.join()}) are not this package's (rebuild the addon: npm run build)`);
 }

@@ -29,7 +29,7 @@ import { HERD_SCENARIOS, createHerd, herdDefaults, type HerdScenario } from './h
 import { OVERRUN_POLICIES, run, type LoopSummary, type OverrunPolicy } from './loop.js';
 import { TARGETS, TickMetrics, type MetricsReport } from './metrics.js';
 import { NET_DEFAULT_CLIENTS, NET_EVENT_RESERVE_BYTES, NET_MAX_CLIENTS, NetHerd, type NetworkReport } from './net/herd-net.js';
-import { registerQualityCommand } from './quality.js';
+import { registerQualityCommand } from './quality-cli.js';
 import { World } from './world.js';
 
 // ---------------------------------------------------------------------------------------------

@@ -451,3 +451,8 @@ function decodeInto(bytes: Uint8Array, config: PacketLayoutConfig, out: RawPacke
   }
   return out;
 }
+
+// What a client needs besides the decoder, for an import of this entry point alone (a browser
+// bundle: `sightline` itself loads the native addon).
+export { SightlineError } from './errors.js';
+export { toRaw, toMeters, FRAC_BITS, RAW_PER_METER } from './fixed.js';

@@ -3,7 +3,8 @@
 import { Command, CommanderError } from 'commander';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../lib/cli.js';
-import { QUALITY_BANDS, QUALITY_STRATEGIES, UMWELT_REFERENCE, formatQualityReport, registerQualityCommand, runQuality, type QualityReport } from '../lib/quality.js';
+import { QUALITY_BANDS, QUALITY_STRATEGIES, UMWELT_REFERENCE, formatQualityReport, runQuality, type QualityReport } from '../lib/quality.js';
+import { registerQualityCommand } from '../lib/quality-cli.js';
 
 // QUALITY_SEED=n reruns with another seed.
 const SEED = Number(process.env.QUALITY_SEED ?? 7);

@@ -25,3 +25,8 @@ export type {
   ConnectRequest,
   AcknowledgeFn,
 } from './transport.js';
+
+// Errors and unit conversion, for a client that imports this entry point alone (`sightline`
+// itself loads the native addon).
+export { SightlineError } from '../errors.js';
+export { toRaw, toMeters, FRAC_BITS, RAW_PER_METER } from '../fixed.js';
