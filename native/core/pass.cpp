@@ -148,7 +148,7 @@ void World::serve(Viewer& v, Scratch& s) {
       return;
     }
     scores[m] = score;
-    sc[m++] = World::Scored{i, candIndex[i], e, fresh};
+    sc[m++] = World::Scored{i, int16_t(e), uint16_t(fresh)};
   };
   if (allEligible) {
     for (uint32_t i = 0; i < n; ++i) score(i, lookup.word(candIdOf(candIdOdo[i])));
@@ -296,7 +296,7 @@ void World::serve(Viewer& v, Scratch& s) {
   uint32_t newGhosts = 0;
   const bool trackPositions = gt.tracksPositions();
   auto emit = [&](uint32_t i, const World::Scored& r) {
-    const uint32_t idx = r.index;
+    const uint32_t idx = candIndex[r.order];
     const SnapEntity se = ents[idx];
     const uint32_t id = se.id;
     writeUpdate(p, id, packer_.pack(se.x, se.y, zs[idx]));
