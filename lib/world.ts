@@ -306,7 +306,7 @@ export class TickResult {
   }
 
   #checkIndex(i: number): void {
-    if ((i >>> 0) !== i || i >= this.count) {
+    if (typeof i !== 'number' || (i >>> 0) !== i || i >= this.count) {
       throw new SightlineError(
         'ERR_SIGHTLINE_INVALID_ARGUMENT',
         `packet index must be an integer from 0 to count-1 (count is ${this.count}), received ${describe(i)}`,
@@ -605,9 +605,11 @@ export class World {
    * assumed delivered (64 packets went by from a client that had never acknowledged: their
    * announcements wait for the first acknowledgement, their despawns are sent again then (the
    * newest 2 × ghostCap of them), their events are still resent); probably lost (left out by one 3
-   * or more newer: their records regained priority at once); despawnsNotResent (despawns found
-   * lost while 2 × ghostCap others already waited to be sent again: dropped, and the client keeps
-   * those entities).
+   * or more newer: their records regained priority at once); despawnsNotResent (despawns that will
+   * not be sent again although they may be lost: found lost while 2 × ghostCap others already
+   * waited to be sent again, or pushed out of the 2 × ghostCap newest despawns of assumed packets;
+   * the client may keep those entities, so this bounds how many it holds that the server no longer
+   * accounts for).
    */
   ackStats(viewer: EntityId): { acked: number; lost: number; assumed: number; probablyLost: number; expired: number; despawnsNotResent: number } | null {
     try {

@@ -599,6 +599,50 @@ describe('ClientWorld over the lossy link', () => {
     expect(disconnects).toEqual([`${a} kicked`, `${b} closed`]);
   });
 
+  it('a client that acknowledges nothing for its first packets, under loss and churn, keeps at most despawnsNotResent entities the server dropped', async () => {
+    // No ACK reaches the server for `silent` ticks while 30% of packets are lost and one entity near
+    // the viewer is replaced each tick; then the link turns clean and the world quiet.
+    const run = async (silent: number) => {
+      const config = WorldConfig.build({ regionSize: 256, viewRadius: 64, ghostCap: 16, graceTicks: 2 });
+      const world = new World(config, { capacity: 2000, threads: 1 });
+      const r = mulberry32(1);
+      const live = new Set<EntityId>();
+      const spawnNear = () => live.add(world.spawn({ x: 100 + r() * 56, y: 100 + r() * 56, z: 0 }));
+      const avatar = world.spawn({ x: 128, y: 128, z: 0 });
+      for (let i = 0; i < 20; i++) spawnNear();
+      const client = new ClientWorld(config);
+      const link = new LossyLink({ world, seed: 1, loss: 0.3, ackLoss: 1, onConnect: () => (world.addViewer(avatar, { acks: true }), avatar) });
+      link.connect('c', client);
+      for (let t = 0; t < silent; t++) {
+        const gone = [...live][Math.floor(r() * live.size)];
+        world.despawn(gone);
+        live.delete(gone);
+        spawnNear();
+        link.sendTick(await world.tick());
+        link.step();
+      }
+      link.setConditions({});
+      for (let t = 0; t < 100; t++) {
+        link.sendTick(await world.tick());
+        link.step();
+      }
+      const ghosts = new Set(world.ghosts(avatar)!.ids);
+      const held = [...client.entities.keys()];
+      const extras = held.filter((id) => !ghosts.has(id));
+      for (const id of extras) expect(world.isLive(id)).toBe(false);  // only entities the server despawned
+      for (const id of ghosts) expect(client.get(id)).toBeDefined();  // and nothing missing
+      const stats = world.ackStats(avatar)!;
+      world.close();
+      return { extras: extras.length, notResent: stats.despawnsNotResent };
+    };
+    // Within the log's 64 packets, the first ACK repairs everything.
+    expect(await run(60)).toEqual({ extras: 0, notResent: 0 });
+    // Beyond what the despawn queues keep, leftovers remain, and the counter bounds them.
+    const long = await run(400);
+    expect(long.extras).toBeGreaterThan(0);
+    expect(long.extras).toBeLessThanOrEqual(long.notResent);
+  });
+
   it('sendTick of something that is not a TickResult is ERR_SIGHTLINE_INVALID_ARGUMENT and sends nothing', async () => {
     const world = new World(config, { capacity: 8, threads: 1 });
     const link = new LossyLink({
@@ -615,5 +659,9 @@ describe('ClientWorld over the lossy link', () => {
     }
     expect(link.counters).toEqual(before);
     expect(link.sendTick(await world.tick())).toBe(1);
+    // Conditions are an object of probabilities and a delay; anything else is refused and changes nothing.
+    for (const bad of [undefined, null, 5, { loss: 2 }, { maxDelay: -1 }]) {
+      expect(() => link.setConditions(bad as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    }
   });
 });

@@ -117,7 +117,10 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
     for (uint32_t i = 0; i < p.despawns; ++i)
       if (gt.find(despawns[i]) < 0) log.queueResend(despawns[i]);
   } else if (assumed) {
-    for (uint32_t i = 0; i < p.despawns; ++i) log.unconfirmedDespawns.push(despawns[i], true);
+    // The ring keeps the newest: one pushed out will not be sent again (counted, as a lost despawn
+    // the resend ring has no room for is).
+    for (uint32_t i = 0; i < p.despawns; ++i)
+      if (log.unconfirmedDespawns.push(despawns[i], true)) ++log.despawnsNotResent;
   }
   if (delivered && p.events && v.events) v.events->acknowledge(p.firstEvent, p.events);
   if (delivered) ++log.acked;

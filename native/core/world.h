@@ -112,7 +112,8 @@ struct AckLog {
   // capacity, lost despawns are not sent again (counted in despawnsNotResent).
   IdRing resend;
   // Despawns of packets assumed delivered while the client had acknowledged nothing (it may not
-  // have been listening yet): sent again at its first acknowledgement, the newest ringCapacity.
+  // have been listening yet): sent again at its first acknowledgement, the newest ringCapacity
+  // (older ones are counted in despawnsNotResent).
   IdRing unconfirmedDespawns;
   uint64_t despawnsNotResent = 0;
   void queueResend(uint32_t id) {
