@@ -233,6 +233,13 @@ describe('control messages: strict decoding', () => {
     expect(code(() => encodeBye(256))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
     expect(code(() => encodeRefuse({ nonce: 0, code: 1, text: 5 as unknown as string }))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
     expect(code(() => encodeWelcome({ ...welcomeFor(config), protocolHash: 1 }))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
+    // Not an object at all: coded, not a TypeError.
+    for (const bad of [null, undefined, 5]) {
+      for (const f of [encodeHello, encodeWelcome, encodeRefuse, layoutOf, refuseError]) {
+        expect(code(() => (f as (x: unknown) => unknown)(bad))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
+      }
+      expect(code(() => datagramKind(bad as never))).toBe('ERR_SIGHTLINE_NET_NOT_BYTES');
+    }
     expect(BYE_BYTES).toBe(2);
   });
 });

@@ -10,6 +10,7 @@ import {
   HELLO_BYTES,
   MSG_BYE,
   MSG_PING,
+  MSG_REFUSE,
   MSG_WELCOME,
   decodeControl,
   encodeAck,
@@ -383,6 +384,12 @@ describe('UDP transport on loopback', () => {
     await raw.send(encodeHello({ protocolHash: config.protocolHash, nonce: 2 }), h.port);
     await until('the second WELCOME', () => raw.inbox.length === 2);
     const [w1, w2] = raw.inbox as { avatar: number }[];
+    expect(h.events).toEqual([`${w1.avatar} replaced`]);
+    expect(h.server.has(w2.avatar)).toBe(true);
+    // A HELLO with another nonce that is refused (wrong hash) changes nothing: the session stays.
+    await raw.send(encodeHello({ protocolHash: (config.protocolHash + 1) >>> 0, nonce: 3 }), h.port);
+    await until('the REFUSE', () => raw.inbox.length === 3);
+    expect(raw.inbox[2]).toMatchObject({ type: MSG_REFUSE, nonce: 3 });
     expect(h.events).toEqual([`${w1.avatar} replaced`]);
     expect(h.server.has(w2.avatar)).toBe(true);
 

@@ -143,7 +143,7 @@ describe('TickResult packet index', () => {
     const viewers = [0, 1, 2].map((i) => r.viewerAt(i));
     const bytes = [0, 1, 2].map((i) => r.bytesAt(i).slice());
     expect(viewers.slice().sort()).toEqual(ids.slice().sort());
-    for (const i of [-1, 3, 1.5, NaN, Infinity, -Infinity, 2 ** 32, '0', 'x', null, undefined]) {
+    for (const i of [-1, 3, 1.5, NaN, Infinity, -Infinity, 2 ** 32, '0', 'x', null, undefined, 1n, Symbol('i'), Object.create(null), {}]) {
       for (const f of [() => r.viewerAt(i as never), () => r.bytesAt(i as never)]) {
         expect(f).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
       }

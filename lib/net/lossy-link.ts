@@ -129,6 +129,9 @@ export class LossyLink implements Transport {
 
   /** Changes the conditions for datagrams sent from now on (those in flight keep their fate). */
   setConditions(c: LinkConditions): void {
+    if (typeof c !== 'object' || c === null) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `conditions must be an object, received ${describe(c)}`);
+    }
     const loss = probability('loss', c.loss ?? 0);
     const duplicate = probability('duplicate', c.duplicate ?? 0);
     const ackLoss = probability('ackLoss', c.ackLoss ?? loss);

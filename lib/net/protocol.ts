@@ -164,8 +164,10 @@ export type DatagramKind = 'game' | 'control' | 'unknown';
 /**
  * Classifies a datagram by its first byte: `'game'` for the engine's packets (byte 0 is
  * {@link PROTOCOL_VERSION}), `'control'` for 0xA0..0xAF, `'unknown'` otherwise (including empty).
+ * @throws ERR_SIGHTLINE_NET_NOT_BYTES (not a Uint8Array).
  */
 export function datagramKind(bytes: Uint8Array): DatagramKind {
+  if (!isUint8Array(bytes)) throw new SightlineError('ERR_SIGHTLINE_NET_NOT_BYTES', `datagram must be a Uint8Array, received ${describe(bytes)}`);
   if (bytes.length === 0) return 'unknown';
   const b = bytes[0];
   if (b === PROTOCOL_VERSION) return 'game';
@@ -175,6 +177,12 @@ export function datagramKind(bytes: Uint8Array): DatagramKind {
 
 // ---------------------------------------------------------------------------------------------
 // Encoding.
+
+function checkFields(name: string, value: unknown): void {
+  if (typeof value !== 'object' || value === null) {
+    throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `${name} must be an object, received ${describe(value)}`);
+  }
+}
 
 function checkUint(name: string, value: unknown, max: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max) {
@@ -212,6 +220,7 @@ const utf8Decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
  * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (a field out of range).
  */
 export function encodeHello(fields: { protocolHash: number; nonce: number; version?: number }): Uint8Array {
+  checkFields('fields', fields);
   const version = checkUint('version', fields.version ?? PROTOCOL_VERSION, 0xff);
   const hash = checkUint('protocolHash', fields.protocolHash, 0xffffffff);
   const nonce = checkUint('nonce', fields.nonce, 0xffffffff);
@@ -229,6 +238,7 @@ export function encodeHello(fields: { protocolHash: number; nonce: number; versi
  * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (a field out of range, or a layout the hash does not match).
  */
 export function encodeWelcome(fields: Omit<WelcomeMessage, 'type'>): Uint8Array {
+  checkFields('fields', fields);
   const nonce = checkUint('nonce', fields.nonce, 0xffffffff);
   const avatar = checkUint('avatar', fields.avatar, 0xffffffff);
   const hash = checkUint('protocolHash', fields.protocolHash, 0xffffffff);
@@ -258,6 +268,7 @@ export function encodeWelcome(fields: Omit<WelcomeMessage, 'type'>): Uint8Array 
  * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (nonce or detail not a u32, code not a u8, text not a string).
  */
 export function encodeRefuse(fields: { nonce: number; code: number; detail?: number; text: string }): Uint8Array {
+  checkFields('fields', fields);
   const nonce = checkUint('nonce', fields.nonce, 0xffffffff);
   const code = checkUint('code', fields.code, 0xff);
   const detail = checkUint('detail', fields.detail ?? 0, 0xffffffff);
@@ -429,6 +440,7 @@ export function decodeControl(bytes: Uint8Array): ControlMessage {
  * regionShift = log2(regionRaw), zBits = ceil(log2(verticalRaw)).
  */
 export function layoutOf(welcome: Pick<WelcomeMessage, 'regionRaw' | 'verticalRaw' | 'quantShift'>): PacketLayoutConfig {
+  checkFields('welcome', welcome);
   return {
     regionRaw: welcome.regionRaw,
     regionShift: 31 - Math.clz32(welcome.regionRaw),
@@ -443,6 +455,7 @@ export function layoutOf(welcome: Pick<WelcomeMessage, 'regionRaw' | 'verticalRa
  * (`ERR_SIGHTLINE_NET_REFUSED` for an unknown refuse code), message naming the server's reason.
  */
 export function refuseError(refuse: RefuseMessage, clientHash?: number): SightlineError {
+  checkFields('refuse', refuse);
   const code = REFUSE_ERROR_CODES[refuse.code] ?? 'ERR_SIGHTLINE_NET_REFUSED';
   let message = `server refused the connection (code ${refuse.code}): ${refuse.text}`;
   // The hashes, unless the server's text gives them already (a sightline server's does).

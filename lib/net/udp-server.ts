@@ -591,7 +591,6 @@ export class UdpServer implements Transport {
         this.#sendControl(existing.welcome, existing);
         return;
       }
-      this.#end(existing, 'replaced', undefined);
     }
     const refuse = (code: number, detail: number, text: string): void => {
       c.refused++;
@@ -606,10 +605,13 @@ export class UdpServer implements Transport {
       refuse(RefuseCode.PROTOCOL_HASH, hash, `protocol hash mismatch: server 0x${hex32(hash)}, client 0x${hex32(m.protocolHash)}`);
       return;
     }
-    if (this.#byViewer.size >= this.#maxClients) {
+    // The HELLO is acceptable: only now does it end a session from the same address (the client
+    // restarted). One refused above changes nothing.
+    if (this.#byViewer.size - (existing !== undefined ? 1 : 0) >= this.#maxClients) {
       refuse(RefuseCode.SERVER_FULL, this.#maxClients, `server full: ${this.#maxClients} clients connected`);
       return;
     }
+    if (existing !== undefined) this.#end(existing, 'replaced', undefined);
     let avatar: unknown;
     try {
       avatar = this.#listener.onConnect.call(this.#listener, key, { clientKey: key, nonce: m.nonce });
