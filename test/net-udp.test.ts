@@ -9,6 +9,7 @@ import {
   ByeReason,
   HELLO_BYTES,
   MSG_BYE,
+  MSG_HELLO,
   MSG_PING,
   MSG_REFUSE,
   MSG_WELCOME,
@@ -317,6 +318,17 @@ describe('UDP transport on loopback', () => {
       expect(() => new UdpServer({ config, world, onConnect } as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     }
     expect(() => new UdpServer({ config, world: { acknowledge: () => undefined }, onConnect }).close()).not.toThrow();
+  });
+
+  it('UdpClient.close() while connecting, once a HELLO went out, says BYE (a server that placed it ends the session now)', async () => {
+    const silent = await rawSocket(); // a server that never answers
+    const port = (silent.s.address() as { port: number }).port;
+    const c = new UdpClient({ helloIntervalMs: 20 });
+    const connecting = c.connect(HOST, port, config.protocolHash);
+    await until('a HELLO', () => c.counters.helloSent > 0 && silent.inbox.some((m) => m.type === MSG_HELLO));
+    await c.close();
+    await expect(connecting).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_NET_CLOSED' });
+    await until('the BYE', () => silent.inbox.some((m) => m.type === MSG_BYE));
   });
 
   it('UdpClient: null options mean defaults; another non-object is ERR_SIGHTLINE_INVALID_ARGUMENT', async () => {

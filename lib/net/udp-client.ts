@@ -285,10 +285,13 @@ export class UdpClient {
     return this.#welcome!.avatar;
   }
 
-  /** Sends BYE when connected, then closes the socket. Idempotent. */
+  /**
+   * Sends BYE when connected, or connecting once a HELLO went out (a server that placed the client
+   * already ends that session now rather than at its timeout), then closes the socket. Idempotent.
+   */
   async close(): Promise<void> {
     if (this.#state === 'closed') return;
-    if (this.#state === 'connected') this.#send(encodeBye(ByeReason.CLOSED));
+    if (this.#state === 'connected' || (this.#state === 'connecting' && this.#counters.helloSent > 0)) this.#send(encodeBye(ByeReason.CLOSED));
     this.#settle?.(new SightlineError('ERR_SIGHTLINE_NET_CLOSED', 'the client was closed while connecting'));
     await this.#shutdown();
   }
