@@ -1,6 +1,7 @@
 // The optional fixed-rate clock: runs a World's ticks on absolute deadlines (tick n is due at
 // epoch + n × period, period = 1000 / tickHz ms, measured with performance.now()), calling the
 // game's step before each tick and a callback after it.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { WorldConfig } from './config.js';
 import { SightlineError, describe, readOptions } from './errors.js';
 import type { TickResult, World } from './world.js';
@@ -92,7 +93,9 @@ export interface LoopSummary {
 export interface LoopHandle {
   /**
    * Ends the loop after the current tick (and its `onTick`), or at once when it is waiting for a
-   * deadline. Resolves once the loop has ended, whether `done` resolved or rejected.
+   * deadline. Resolves once the loop has ended, whether `done` resolved or rejected; called from
+   * the loop's own `step` or `onTick` (or anything they await), it resolves at once, since the
+   * loop cannot end before that callback returns.
    */
   stop(): Promise<void>;
   /** Resolves with the totals when the loop ends; rejects with the error of a throwing step or onTick, or of `world.tick()`. */
@@ -141,6 +144,9 @@ function sleepUntil(deadline: number, waker: Waker): Promise<void> {
 const LOOP_OPTIONS = ['step', 'onTick', 'overrun', 'ticks', 'signal', 'lateToleranceMs'] as const;
 
 // Worlds with a loop running: a second run() on one of them is refused.
+// The loop whose step or onTick is running (through anything they await): see LoopHandle.stop.
+const insideLoop = new AsyncLocalStorage<LoopHandle>();
+
 const running = new WeakSet<World>();
 
 /**
@@ -180,7 +186,7 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
   }
   const tickHz = world.config.input.tickHz;
   const period = 1000 / tickHz;
-  const lateToleranceMs = o.lateToleranceMs ?? period / 10;
+  const lateToleranceMs = o.lateToleranceMs === undefined ? period / 10 : o.lateToleranceMs;
   if (typeof lateToleranceMs !== 'number' || !Number.isFinite(lateToleranceMs) || lateToleranceMs < 0) {
     invalid(`lateToleranceMs must be a finite number ≥ 0, received ${describe(lateToleranceMs)}`);
   }
@@ -236,7 +242,7 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
           break;
         }
         if (step) {
-          const r = step(n, world);
+          const r = insideLoop.run(handle, step, n, world);
           if (isThenable(r)) await r;
         }
         const stepped = performance.now();
@@ -257,7 +263,7 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
             late: isLate,
             dropped,
           };
-          const r = onTick(result, report);
+          const r = insideLoop.run(handle, onTick, result, report);
           if (isThenable(r)) await r;
         }
         n++;
@@ -277,19 +283,23 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
   };
 
   running.add(world);
-  const done = loop();
   let ended: Promise<void> | undefined;
-  return {
-    done,
+  const handle: LoopHandle = {
+    done: undefined as unknown as Promise<LoopSummary>,
     stop(): Promise<void> {
       requestEnd('stopped');
-      ended ??= done.then(
+      // From this loop's own step or onTick (or what they await), waiting for the end would wait
+      // for that very callback: resolve at once (the loop ends when the callback returns).
+      if (insideLoop.getStore() === handle) return Promise.resolve();
+      ended ??= handle.done.then(
         () => undefined,
         () => undefined,
       );
       return ended;
     },
   };
+  (handle as { done: Promise<LoopSummary> }).done = loop();
+  return handle;
 }
 
 /** {@link run}, resolving with the summary when the loop ends: `run(world, options).done`. */

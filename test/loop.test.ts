@@ -270,6 +270,30 @@ describe('run', () => {
     expect((await third.done).ticks).toBe(1);
   });
 
+  it('stop() awaited inside the loop\'s own onTick or async step resolves at once; the loop then ends', async () => {
+    const world = makeWorld();
+    const fromTick = run(world, {
+      onTick: async (_r, info) => {
+        if (info.tick === 1) await fromTick.stop();
+      },
+    });
+    expect(await fromTick.done).toMatchObject({ ticks: 2, reason: 'stopped' });
+    const fromStep = run(world, {
+      step: async (n) => {
+        await sleep(1);
+        if (n === 2) await fromStep.stop();
+      },
+    });
+    expect(await fromStep.done).toMatchObject({ ticks: 3, reason: 'stopped' });
+    // From outside the loop, stop() still waits for the end.
+    const outside = run(world);
+    await sleep(60);
+    let ended = false;
+    void outside.done.then(() => (ended = true));
+    await outside.stop();
+    expect(ended).toBe(true);
+  });
+
   it('rejects bad options with ERR_SIGHTLINE_INVALID_LOOP_OPTION', () => {
     const world = makeWorld();
     const code = expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_LOOP_OPTION' });
@@ -280,6 +304,7 @@ describe('run', () => {
       { step: 'move' },
       { onTick: 1 },
       { lateToleranceMs: -1 },
+      { lateToleranceMs: null },
       { signal: {} },
     ];
     for (const options of bad) expect(() => run(world, options as LoopOptions)).toThrow(code);
