@@ -271,7 +271,10 @@ function checkTiming(timing: unknown): TickTiming {
   num('passMs', false);
   num('stepMs', true);
   num('lateness', true);
-  num('dropped', true);
+  const dropped = t.dropped;
+  if (dropped !== undefined && (typeof dropped !== 'number' || !Number.isInteger(dropped) || dropped < 0)) {
+    throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `timing.dropped must be a count (an integer ≥ 0), received ${describe(dropped)}`);
+  }
   if (t.late !== undefined && typeof t.late !== 'boolean') {
     throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `timing.late must be true or false, received ${describe(t.late)}`);
   }
@@ -339,6 +342,12 @@ export class TickMetrics {
     if (entities !== undefined && (typeof entities !== 'object' || entities === null || typeof entities.length !== 'number')) {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_METRICS_OPTION', `entities must be an array of entity ids, received ${describe(entities)}`);
     }
+    for (let i = 0; entities !== undefined && i < entities.length; i++) {
+      const id: unknown = entities[i];
+      if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > 0xffffffff) {
+        throw new SightlineError('ERR_SIGHTLINE_INVALID_METRICS_OPTION', `entities[${i}] must be an entity id (an integer from 0 to 2^32 - 1), received ${describe(id)}`);
+      }
+    }
     this.#world = world;
     this.#entities = entities;
     this.#sampleViewers = sampleViewers;
@@ -380,6 +389,9 @@ export class TickMetrics {
     }
     checkTiming(timing);
     const packets = result.packets;  // ERR_SIGHTLINE_RESULT_EXPIRED for an expired result
+    if (this.#entities !== undefined && this.#sampleViewers > 0 && this.#world.closed) {
+      throw new SightlineError('ERR_SIGHTLINE_WORLD_CLOSED', 'coverage reads the world, which was closed: record each tick before World.close()');
+    }
     const now = performance.now();
     if (this.#ticks === 0) this.#firstAt = now - timing.passMs - (timing.stepMs ?? 0);
     this.#lastAt = now;
@@ -548,6 +560,14 @@ export class TickMetrics {
    * last tick and the loop's elapsed time count.
    */
   report(summary?: LoopSummary): MetricsReport {
+    if (summary !== undefined) {
+      const t = summary as unknown as Record<string, unknown>;
+      const ok = typeof summary === 'object' && summary !== null &&
+        ['ticks', 'dropped', 'late', 'elapsedMs'].every((k) => typeof t[k] === 'number' && Number.isFinite(t[k]) && (t[k] as number) >= 0);
+      if (!ok) {
+        throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `report takes a loop's summary { ticks, dropped, late, elapsedMs, ... } or nothing, received ${describe(summary)}`);
+      }
+    }
     const config = this.#world.config;
     const tickHz = config.input.tickHz;
     const ticks = this.#ticks;
@@ -766,6 +786,12 @@ export function createPrometheusRegistry(prometheusOptions: PrometheusOptions = 
       `the registry already holds sightline's metrics under the prefix ${describe(prefix)}: create them once per registry, or give another prefix`,
     );
   }
+  if (defaultMetrics && registry.getSingleMetric('process_cpu_user_seconds_total') !== undefined) {
+    throw new SightlineError(
+      'ERR_SIGHTLINE_INVALID_METRICS_OPTION',
+      "defaultMetrics: the registry already collects Node's default metrics: leave defaultMetrics out",
+    );
+  }
   if (defaultMetrics) prom.collectDefaultMetrics({ register: registry });
   const registers = [registry];
   const histogram = (name: string, help: string, buckets: number[]): Histogram =>
@@ -800,6 +826,11 @@ export function createPrometheusRegistry(prometheusOptions: PrometheusOptions = 
   return {
     registry,
     record(result: TickResult, timing: TickTiming): void {
+      // Every check first: a refused call records nothing.
+      if (!(result instanceof TickResult)) {
+        throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `record needs a TickResult, received ${describe(result)}`);
+      }
+      checkTiming(timing);
       const s = result.stats;
       tickDuration.observe(timing.passMs / 1000);
       if (timing.stepMs !== undefined) stepDuration.observe(timing.stepMs / 1000);

@@ -132,6 +132,11 @@ describe('TickMetrics', () => {
     const fresh = await world.tick();
     bad.push(() => m.record(fresh, undefined as never), () => m.record(fresh, {} as never), () => m.record(fresh, { passMs: NaN }));
     bad.push(() => m.record(fresh, { passMs: 1, late: 'yes' as never }), () => m.record(fresh, { passMs: 1, stepMs: -1 }));
+    bad.push(() => m.record(fresh, { passMs: 1, dropped: 1.5 }), () => m.record(fresh, { passMs: 1, dropped: -1 }));
+    // report() takes a loop's summary or nothing.
+    for (const summary of [{}, null, 5, { ticks: 1, dropped: 0, late: 0, elapsedMs: NaN }]) {
+      expect(() => m.report(summary as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    }
     for (const call of bad) expect(call).toThrow(expect.objectContaining({ code: expect.stringMatching(/^ERR_SIGHTLINE_(INVALID_ARGUMENT|RESULT_EXPIRED)$/) }));
     expect(JSON.stringify(m.report())).toBe(before);
     expect(() => new TickMetrics({} as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
@@ -162,6 +167,16 @@ describe('TickMetrics', () => {
     expect(() => new TickMetrics(world, { sampleViewers: -1 })).toThrow(code);
     expect(() => new TickMetrics(world, { maxChecksPerTick: 0 })).toThrow(code);
     expect(() => new TickMetrics(world, { entities: 5 as unknown as number[] })).toThrow(code);
+    for (const ids of [[NaN], ['x'], [-1], [1.5], [2 ** 32]]) expect(() => new TickMetrics(world, { entities: ids as number[] })).toThrow(code);
+  });
+
+  it('with coverage, a record() after World.close() is refused and records nothing', async () => {
+    const { world, ids } = lineWorld([10, 20]);
+    const m = new TickMetrics(world, { entities: ids, eventLoop: false });
+    const result = await world.tick();
+    world.close();
+    expect(() => m.record(result, { passMs: 1 })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_WORLD_CLOSED' }));
+    expect(m.report()).toMatchObject({ ticks: 0, packets: 0 });
   });
 });
 
@@ -202,5 +217,25 @@ describe('createPrometheusRegistry', () => {
     expect(() => createPrometheusRegistry({ registry: {} as never })).toThrow(code('ERR_SIGHTLINE_INVALID_METRICS_OPTION'));
     expect(() => createPrometheusRegistry({ world: {} as never })).toThrow(code('ERR_SIGHTLINE_INVALID_METRICS_OPTION'));
     expect(() => createPrometheusRegistry({ prefx: 'x_' } as never)).toThrow(code('ERR_SIGHTLINE_UNKNOWN_OPTION'));
+    // Node's default metrics once per registry: a second request is a coded error.
+    const withDefaults = createPrometheusRegistry({ prefix: 'a_', defaultMetrics: true });
+    expect(() => createPrometheusRegistry({ prefix: 'b_', registry: withDefaults.registry, defaultMetrics: true })).toThrow(code('ERR_SIGHTLINE_INVALID_METRICS_OPTION'));
+  });
+
+  it('record() checks what it is given and records nothing it refuses', async () => {
+    const { world } = lineWorld([10, 20]);
+    const prom = createPrometheusRegistry({ world });
+    const result = await world.tick();
+    const before = await prom.registry.metrics();
+    const bad = [
+      () => prom.record(null as never, { passMs: 1 }),
+      () => prom.record({} as never, { passMs: 1 }),
+      () => prom.record(result, undefined as never),
+      () => prom.record(result, { passMs: NaN }),
+      () => prom.record(result, { passMs: -1 }),
+      () => prom.record(result, { passMs: 1, dropped: 0.5 }),
+    ];
+    for (const call of bad) expect(call).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    expect(await prom.registry.metrics()).toBe(before);
   });
 });
