@@ -261,7 +261,7 @@ export function formatHerdReport(r: HerdReport): string {
     const c = m.coverage;
     rows.push([
       'in range, never sent (past the ghost cap)',
-      `${fmt(c.neverSentShare * 100, 2)}% (${fmt(c.neverSent)} of ${fmt(c.inRange)} pairs, ${c.sampledViewers} viewers)`,
+      `${fmt(c.neverSentShare * 100, 2)}% (${fmt(c.neverSent)} of ${fmt(c.inRange)} pairs, ${c.sampledViewers} viewer${c.sampledViewers === 1 ? '' : 's'})`,
     ]);
     rows.push([
       'eligible (nearest ghost cap), never sent',
@@ -458,7 +458,12 @@ if (isEntryPoint(import.meta.url)) {
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (e: NodeJS.ErrnoException) => {
       if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-      throw e;
+      // Any other failure to write (a full disk): one line on stderr if it can take it, exit 1.
+      try {
+        if (stream !== process.stderr) process.stderr.write(`sightline: cannot write the output: ${e.message}\n`);
+      } finally {
+        process.exit(EXIT_FAILURE);
+      }
     });
   }
   main().then(

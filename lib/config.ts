@@ -597,7 +597,7 @@ function derive(raw: unknown): Derived {
   const ghostTableCapacity = 2 * ghostCap;
   const graceTicks = requireInteger('graceTicks', inp.graceTicks, 0, 30000);
   const denseCellThreshold = requireInteger('denseCellThreshold', inp.denseCellThreshold, 1, 2 ** 30);
-  const subGridDivisions = requireInteger('subGridDivisions', inp.subGridDivisions, 1, 16);
+  const subGridDivisions = requireInteger('subGridDivisions', inp.subGridDivisions, 2, 16);
   if (!isPow2(subGridDivisions) || subGridDivisions < 2 || subGridDivisions > cellRaw)
     fail(
       'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',

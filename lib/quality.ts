@@ -903,8 +903,8 @@ export function formatQualityReport(r: QualityReport): string {
   const c = r.config;
   const measured =
     r.measureEvery === 1
-      ? `every tick after ${r.warmupTicks} warm-up ticks (${num(r.measuredTicks, 0)} ticks)`
-      : `every ${r.measureEvery} ticks after ${r.warmupTicks} warm-up ticks (${num(r.measuredTicks, 0)} ticks)`;
+      ? `every tick after ${r.warmupTicks} warm-up ticks (${num(r.measuredTicks, 0)} tick${r.measuredTicks === 1 ? '' : 's'})`
+      : `every ${r.measureEvery} ticks after ${r.warmupTicks} warm-up ticks (${num(r.measuredTicks, 0)} tick${r.measuredTicks === 1 ? '' : 's'})`;
   const head =
     `sightline quality: speed-mix, ${num(r.entities, 0)} entities, ${num(r.viewers, 0)} viewers, ${num(r.ticks, 0)} ticks at ${c.tickHz} Hz, seed ${r.seed}\n` +
     `region ${c.regionSize} m, view radius ${c.viewRadius} m, ${c.payloadBytes}-byte packets (${c.slotsPerPacket} update slots), ` +

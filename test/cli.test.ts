@@ -1,5 +1,5 @@
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -76,6 +76,23 @@ describe('sightline herd', () => {
     const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
     expect(stderr).not.toMatch(/EPIPE|Unhandled/);
     expect(code).toBe(0);
+  });
+
+  it.skipIf(!existsSync('/dev/full'))('an output that cannot be written (a full disk) is one line on stderr and exit code 1', () => {
+    const full = openSync('/dev/full', 'w');
+    try {
+      const r = spawnSync(process.execPath, [cli, 'herd', '--scenario', 'uniform', '--entities', '300', '--viewers', '30', '--threads', '1', '--seconds', '0.3'], {
+        cwd: root,
+        encoding: 'utf8',
+        timeout: 60_000,
+        stdio: ['ignore', full, 'pipe'],
+      });
+      expect(r.status).toBe(1);
+      expect(r.stderr.trim()).toMatch(/^sightline: cannot write the output: ENOSPC/);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    } finally {
+      closeSync(full);
+    }
   });
 
   it('prints a readable report without --json', () => {

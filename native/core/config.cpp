@@ -175,7 +175,7 @@ Config buildConfig(const ConfigInput& in) {
   c.ghostTableCapacity = 2 * c.ghostCap;
   c.graceTicks = requireInteger("graceTicks", in.graceTicks, 0, 30000);
   c.denseCellThreshold = requireInteger("denseCellThreshold", in.denseCellThreshold, 1, 1u << 30);
-  c.subGridDivisions = requireInteger("subGridDivisions", in.subGridDivisions, 1, 16);
+  c.subGridDivisions = requireInteger("subGridDivisions", in.subGridDivisions, 2, 16);
   if (!isPow2(c.subGridDivisions) || c.subGridDivisions < 2 ||
       static_cast<int64_t>(c.subGridDivisions) > c.cellRaw)
     throw CoreError("ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE",
