@@ -15,6 +15,7 @@ interface QualityCommandOptions {
   every: number;
   threads: number;
   json: boolean;
+  progress: boolean;
 }
 
 /** Registers `sightline quality` on a program (commander). */
@@ -37,6 +38,7 @@ export function registerQualityCommand(program: Command): Command {
     .addOption(new Option('--every <n>', 'compare with the truth every n ticks').argParser(integerOption(1, 1_000_000)).default(1))
     .addOption(new Option('--threads <n>', 'pass threads, 0 = every core').argParser(integerOption(0, 256)).default(0))
     .option('--json', 'print the report as one JSON object on stdout, nothing else', false)
+    .option('--no-progress', 'no live progress line')
     .action(async (opts: QualityCommandOptions, command: Command) => {
       if (opts.viewers > opts.entities) {
         command.error(`error: option '--viewers <n>' argument '${opts.viewers}' is invalid. Expected at most --entities (${opts.entities}).`, {
@@ -50,27 +52,38 @@ export function registerQualityCommand(program: Command): Command {
           code: 'commander.invalidArgument',
         });
       }
-      const progress = !opts.json && process.stderr.isTTY === true;
+      const progress = !opts.json && opts.progress && process.stderr.isTTY === true;
+      // Ctrl-C ends the run early; the report covers the ticks run until then.
+      const abort = new AbortController();
+      const interrupt = (): void => abort.abort();
+      process.once('SIGINT', interrupt);
       let last = 0;
-      const report = await runQuality({
-        entities: opts.entities,
-        viewers: opts.viewers,
-        ticks: opts.ticks,
-        strategy: opts.strategy,
-        seed: opts.seed,
-        warmupTicks: opts.warmup,
-        measureEvery: opts.every,
-        threads: opts.threads,
-        onProgress: progress
-          ? (done, total) => {
-              const now = performance.now();
-              if (now - last < 250 && done < total) return;
-              last = now;
-              process.stderr.write(`\rquality: tick ${done}/${total}`);
-              if (done === total) process.stderr.write('\r\x1b[K');
-            }
-          : undefined,
-      });
+      let report;
+      try {
+        report = await runQuality({
+          entities: opts.entities,
+          viewers: opts.viewers,
+          ticks: opts.ticks,
+          strategy: opts.strategy,
+          seed: opts.seed,
+          warmupTicks: opts.warmup,
+          measureEvery: opts.every,
+          threads: opts.threads,
+          onProgress: progress
+            ? (done, total) => {
+                const now = performance.now();
+                if (now - last < 250 && done < total) return;
+                last = now;
+                process.stderr.write(`\rquality: tick ${done}/${total}`);
+                if (done === total) process.stderr.write('\r\x1b[K');
+              }
+            : undefined,
+          signal: abort.signal,
+        });
+      } finally {
+        process.removeListener('SIGINT', interrupt);
+      }
+      if (progress && report.interrupted) process.stderr.write('\r\x1b[K');
       process.stdout.write(opts.json ? `${JSON.stringify(report)}\n` : formatQualityReport(report));
     });
 }

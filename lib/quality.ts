@@ -79,6 +79,11 @@ export interface QualityOptions {
   config?: WorldConfigInput;
   /** Called after every tick with the ticks done and the total. */
   onProgress?: (done: number, total: number) => void;
+  /**
+   * Ends the run early once aborted (checked before each tick): the report then covers the ticks
+   * run until then (`ticks` counts them, `interrupted` is true).
+   */
+  signal?: AbortSignal;
 }
 
 /** Statistics of one distance band (or of all bands together) for one strategy. */
@@ -136,7 +141,10 @@ export interface QualityReport {
   readonly scenario: 'speed-mix';
   readonly entities: number;
   readonly viewers: number;
+  /** Ticks simulated: the ticks asked for, or fewer when the signal ended the run. */
   readonly ticks: number;
+  /** The signal ended the run before all its ticks. */
+  readonly interrupted: boolean;
   readonly warmupTicks: number;
   readonly measureEvery: number;
   /** Ticks compared with the truth. */
@@ -404,7 +412,7 @@ function invalid(message: string): never {
   throw new SightlineError('ERR_SIGHTLINE_INVALID_QUALITY_OPTION', message);
 }
 
-const QUALITY_OPTIONS = ['entities', 'viewers', 'ticks', 'strategy', 'seed', 'warmupTicks', 'measureEvery', 'threads', 'config', 'onProgress'] as const;
+const QUALITY_OPTIONS = ['entities', 'viewers', 'ticks', 'strategy', 'seed', 'warmupTicks', 'measureEvery', 'threads', 'config', 'onProgress', 'signal'] as const;
 
 function checkInt(name: string, v: unknown, min: number, max: number): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) invalid(`${name} must be an integer from ${min} to ${max}, received ${describe(v)}`);
@@ -496,6 +504,10 @@ export async function runQuality(qualityOptions: QualityOptions = {}): Promise<Q
   const options = readOptions('runQuality', qualityOptions, QUALITY_OPTIONS) as QualityOptions;
   if (options.onProgress !== undefined && typeof options.onProgress !== 'function') {
     throw new SightlineError('ERR_SIGHTLINE_INVALID_QUALITY_OPTION', `onProgress must be a function, received ${describe(options.onProgress)}`);
+  }
+  const signal = options.signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new SightlineError('ERR_SIGHTLINE_INVALID_QUALITY_OPTION', `signal must be an AbortSignal, received ${describe(signal)}`);
   }
   const entities = checkInt('entities', options.entities ?? 60_000, 1, 1 << 20);
   const viewers = checkInt('viewers', options.viewers ?? 200, 1, entities);
@@ -678,7 +690,10 @@ export async function runQuality(qualityOptions: QualityOptions = {}): Promise<Q
   let measuredTicks = 0;
   let inRangeSum = 0;
   const accumulator = states.find((s) => s.strategy === 'accumulator');
+  let ticksRun = 0;
   for (let t = 1; t <= ticks; t++) {
+    if (signal?.aborted) break;
+    ticksRun = t;
     herd.step();
     const result = await world.tick();
     const tick = result.tick;
@@ -828,7 +843,8 @@ export async function runQuality(qualityOptions: QualityOptions = {}): Promise<Q
     scenario: 'speed-mix',
     entities,
     viewers,
-    ticks,
+    ticks: ticksRun,
+    interrupted: ticksRun < ticks,
     warmupTicks,
     measureEvery,
     measuredTicks,
@@ -906,7 +922,7 @@ export function formatQualityReport(r: QualityReport): string {
       ? `every tick after ${r.warmupTicks} warm-up ticks (${num(r.measuredTicks, 0)} tick${r.measuredTicks === 1 ? '' : 's'})`
       : `every ${r.measureEvery} ticks after ${r.warmupTicks} warm-up ticks (${num(r.measuredTicks, 0)} tick${r.measuredTicks === 1 ? '' : 's'})`;
   const head =
-    `sightline quality: speed-mix, ${num(r.entities, 0)} entities, ${num(r.viewers, 0)} viewers, ${num(r.ticks, 0)} ticks at ${c.tickHz} Hz, seed ${r.seed}\n` +
+    `sightline quality: speed-mix, ${num(r.entities, 0)} entities, ${num(r.viewers, 0)} viewers, ${num(r.ticks, 0)} ticks at ${c.tickHz} Hz${r.interrupted ? ' (interrupted)' : ''}, seed ${r.seed}\n` +
     `region ${c.regionSize} m, view radius ${c.viewRadius} m, ${c.payloadBytes}-byte packets (${c.slotsPerPacket} update slots), ` +
     `walk cap ${c.walkCap === UNCAPPED_WALK ? 'uncapped' : c.walkCap}, ghost cap ${c.ghostCap}, grace ${c.graceTicks} passes\n` +
     `compared with the truth ${measured}, every viewer; ${num(r.meanInRange, 1)} entities in range per viewer (mean); ` +

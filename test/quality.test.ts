@@ -95,6 +95,20 @@ describe('runQuality', () => {
     await expect(runQuality({ onProgress: 5 as never })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });
     await expect(runQuality({ entites: 10 } as never)).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_UNKNOWN_OPTION' });
     await expect(runQuality(5 as never)).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' });
+    await expect(runQuality({ signal: {} as never })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });
+  });
+
+  it('a signal ends the run early: the report covers the ticks run and says it was interrupted', async () => {
+    const abort = new AbortController();
+    const options = { entities: 1500, viewers: 5, ticks: 40, warmupTicks: 5, strategy: 'accumulator' as const, seed: SEED, threads: 1 };
+    const cut = await runQuality({ ...options, signal: abort.signal, onProgress: (done) => void (done === 12 && abort.abort()) });
+    expect(cut).toMatchObject({ ticks: 12, interrupted: true, measuredTicks: 7 });
+    expect(formatQualityReport(cut)).toContain('12 ticks at 20 Hz (interrupted)');
+    const whole = await runQuality(options);
+    expect(whole).toMatchObject({ ticks: 40, interrupted: false });
+    const before = new AbortController();
+    before.abort();
+    expect(await runQuality({ ...options, signal: before.signal })).toMatchObject({ ticks: 0, interrupted: true, measuredTicks: 0 });
   });
 });
 
@@ -113,7 +127,7 @@ describe('registerQualityCommand', () => {
       out += String(chunk);
       return true;
     });
-    await program().parseAsync(['node', 'sightline', 'quality', '--entities', '1500', '--viewers', '5', '--ticks', '25', '--warmup', '5', '--strategy', 'round-robin', '--seed', String(SEED), '--threads', '1', '--json']);
+    await program().parseAsync(['node', 'sightline', 'quality', '--entities', '1500', '--viewers', '5', '--ticks', '25', '--warmup', '5', '--strategy', 'round-robin', '--seed', String(SEED), '--threads', '1', '--no-progress', '--json']);
     const r = JSON.parse(out) as QualityReport;
     expect(r.strategies.map((s) => s.strategy)).toEqual(['round-robin']);
     expect(r.ticks).toBe(25);
