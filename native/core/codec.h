@@ -58,11 +58,13 @@ struct PositionPacker {
       : q(c.quantShift),
         bits(c.regionShift - c.quantShift),
         zHalf(c.verticalRaw >> 1),
-        zMax(c.verticalRaw - 1) {}
+        zMax(c.verticalRaw - 1),
+        yScale(uint64_t{1} << bits),
+        zScale(uint64_t{1} << (2 * bits)) {}
+  // The fields shifted into place by multiplying: one shift count (q) in a loop that packs many.
   uint64_t pack(int32_t x, int32_t y, int32_t z) const {
     int64_t zz = std::clamp<int64_t>(int64_t{z} + zHalf, 0, zMax);
-    return (uint64_t(uint32_t(x)) >> q) | ((uint64_t(uint32_t(y)) >> q) << bits) |
-           ((uint64_t(zz) >> q) << (2 * bits));
+    return (uint64_t(uint32_t(x)) >> q) | ((uint64_t(uint32_t(y)) >> q) * yScale) | ((uint64_t(zz) >> q) * zScale);
   }
   // The position a client decodes from pack(x, y, z) (raw): quantized, z clamped to the
   // vertical extent (docs/wire-format.md).
@@ -74,6 +76,7 @@ struct PositionPacker {
   }
   int q, bits;
   int64_t zHalf, zMax;
+  uint64_t yScale, zScale;  // 2^bits, 2^(2 bits)
 };
 
 inline void writeUpdate(uint8_t* p, uint32_t id, uint64_t packed) {

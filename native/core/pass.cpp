@@ -32,6 +32,36 @@ __attribute__((noinline)) uint64_t driftOfOther(GhostTable& gt, int32_t e, uint3
   return odo - mark;
 }
 
+// The update records of the chosen candidates, in packet order: sc[chosen[i]] for i < take, or
+// sc[i] when chosen is null. The mark of each held ghost sent becomes its odometer now; the packet
+// positions i of the others (new ghosts, and ghosts announced again), which need more than that,
+// go to `other`, their count to *otherCount. Returns the end of the records. A function of its own
+// (not inlined), with the packer copied into locals: the record stores are byte stores, which the
+// compiler must assume may change any value in memory, so inside the pass it reloaded the packer,
+// the arrays' addresses and the flags for every record (measured: uniform 6% faster apart).
+template <bool kChosen>
+__attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored* sc, const uint32_t* chosen,
+                                                uint32_t take, const uint32_t* candIndex, const SnapEntity* ents,
+                                                const int32_t* zs, const PositionPacker& packerRef, GhostEntry* entries,
+                                                uint32_t* other, uint32_t* otherCount) {
+  const PositionPacker packer = packerRef;
+  uint32_t* const otherStart = other;
+  for (uint32_t i = 0; i < take; ++i) {
+    const World::Scored r = sc[kChosen ? chosen[i] : i];
+    const uint32_t idx = candIndex[r.order];
+    const SnapEntity se = ents[idx];
+    writeUpdate(p, se.id, packer.pack(se.x, se.y, zs[idx]));
+    p += kRecordBytes;
+    if (r.entry >= 0 && r.fresh == 0) [[likely]] {
+      entries[r.entry].mark = se.odo;
+    } else {
+      *other++ = i;
+    }
+  }
+  *otherCount = uint32_t(other - otherStart);
+  return p;
+}
+
 }  // namespace
 
 void World::serve(Viewer& v, Scratch& s) {
@@ -292,47 +322,53 @@ void World::serve(Viewer& v, Scratch& s) {
   }
 
   // Assembly and bookkeeping: a sent ghost records its mark and the position the client now holds.
+  // The records and the held ghosts' marks first; then new ghosts are inserted (in packet order)
+  // and ghosts announced again renewed; then the acknowledgement log and the positions held, for
+  // the viewers and worlds that keep them.
   const int32_t* zs = snap.z.data();
+  const uint32_t* order = allChosen ? nullptr : chosen;
+  uint32_t others;
+  uint32_t* other = s.indices.data();  // free again after the selection
+  p = order ? writeRecords<true>(p, sc, order, take, candIndex, ents, zs, packer_, entries, other, &others)
+            : writeRecords<false>(p, sc, nullptr, take, candIndex, ents, zs, packer_, entries, other, &others);
   uint32_t newGhosts = 0;
-  const bool trackPositions = gt.tracksPositions();
-  auto emit = [&](uint32_t i, const World::Scored& r) {
+  for (uint32_t k = 0; k < others; ++k) {
+    World::Scored& r = sc[order ? order[other[k]] : other[k]];
     const uint32_t idx = candIndex[r.order];
     const SnapEntity se = ents[idx];
-    const uint32_t id = se.id;
-    writeUpdate(p, id, packer_.pack(se.x, se.y, zs[idx]));
-    p += kRecordBytes;
-    uint32_t e;
     if (r.entry < 0) {
-      e = gt.insert(id, se.odo, pass);
+      const uint32_t e = gt.insert(se.id, se.odo, pass);
       if (log) gt.ackAt(e).born = v.passes;
+      r.entry = int16_t(e);  // for the loop below
     } else {
-      e = uint32_t(r.entry);
-      GhostEntry& ge = gt.at(e);
+      GhostEntry& ge = gt.at(uint32_t(r.entry));
       ge.mark = se.odo;
-      if (r.fresh) {  // announced again: its announcement was lost
-        ge.state = kLive, ge.lastSeen = pass;
-        ge.flags &= uint8_t(~kUnheld);
-        GhostAck& a = gt.ackAt(e);
-        a.confirmed = 0;
-        a.born = v.passes;
-        a.inflight = 0;  // packets of the earlier incarnation no longer count (their records are ignored)
-      }
+      // announced again: its announcement was lost
+      ge.state = kLive, ge.lastSeen = pass;
+      ge.flags &= uint8_t(~kUnheld);
+      GhostAck& a = gt.ackAt(uint32_t(r.entry));
+      a.confirmed = 0;
+      a.born = v.passes;
+      a.inflight = 0;  // packets of the earlier incarnation no longer count (their records are ignored)
     }
     newGhosts += r.fresh;
-    if (log) {
-      ++gt.ackAt(e).inflight;
-      log->updateIds[size_t{logSlot} * log->maxUpdates + i] = id;
-      log->updateMarks[size_t{logSlot} * log->maxUpdates + i] = se.odo;
+  }
+  if (log || gt.tracksPositions()) {
+    for (uint32_t i = 0; i < take; ++i) {
+      const World::Scored& r = sc[order ? order[i] : i];
+      const uint32_t e = uint32_t(r.entry);
+      const uint32_t idx = candIndex[r.order];
+      const SnapEntity se = ents[idx];
+      if (log) {
+        ++gt.ackAt(e).inflight;
+        log->updateIds[size_t{logSlot} * log->maxUpdates + i] = se.id;
+        log->updateMarks[size_t{logSlot} * log->maxUpdates + i] = se.odo;
+      }
+      if (gt.tracksPositions()) {
+        const PositionPacker::Decoded held = packer_.decoded(se.x, se.y, zs[idx]);  // what the client now holds
+        gt.positionAt(e) = GhostPosition{held.x, held.y, held.z};
+      }
     }
-    if (trackPositions) {
-      const PositionPacker::Decoded held = packer_.decoded(se.x, se.y, zs[idx]);  // what the client now holds
-      gt.positionAt(e) = GhostPosition{held.x, held.y, held.z};
-    }
-  };
-  if (allChosen) {
-    for (uint32_t i = 0; i < take; ++i) emit(i, sc[i]);
-  } else {
-    for (uint32_t i = 0; i < take; ++i) emit(i, sc[chosen[i]]);
   }
   st.records += take;
   st.newGhosts += newGhosts;

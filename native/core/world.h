@@ -260,13 +260,13 @@ class World {
   const uint32_t* packetIndex() const { return packetIndex_.data(); }
   double odometerMicros = 0, snapshotMicros = 0, passMicros = 0;
 
- private:
-  // A candidate with a positive score (the score itself is kept apart, in Scratch::scores); order =
-  // its gather position; entry = its ghost table index, or -1 when it has none; fresh = the client
-  // does not hold it (no entry, or its announcement was lost: unheld).
-  // A scored candidate: its gather position, its ghost entry (-1: none; entries < 32,768, since
-  // ghostTableCapacity = 2 x ghostCap <= 32,768) and whether it is announced as new. 8 bytes.
+  // A candidate with a positive score (the score itself is kept apart, in Scratch::scores): its
+  // gather position, its ghost entry (-1: none; entries < 32,768, since ghostTableCapacity =
+  // 2 x ghostCap <= 32,768) and whether it is announced as new (fresh: no entry, or its
+  // announcement was lost: unheld). 8 bytes.
   struct Scored { uint32_t order; int16_t entry; uint16_t fresh; };
+
+ private:
   // Per-worker scratch, on its own cache lines.
   struct alignas(64) Scratch {
     std::vector<uint64_t> candD2;      // the gather's candidates (see Candidates)
