@@ -24,7 +24,8 @@ inline uint64_t distSq2(int64_t dx, int64_t dy) {
 }
 
 inline bool isPow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
-inline int ilog2(uint64_t v) { return v == 0 ? 0 : 63 - __builtin_clzll(v); }
+// ilog2(0) = 0. Branch-free: bit 0 changes the leading bit of no v but 0.
+inline int ilog2(uint64_t v) { return 63 - __builtin_clzll(v | 1); }
 inline int ceilLog2(uint64_t v) { return v <= 1 ? 0 : 64 - __builtin_clzll(v - 1); }
 
 }  // namespace sightline
