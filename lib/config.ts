@@ -68,23 +68,27 @@ export interface WorldConfigInput {
   maxSpeed?: number;
   /** Simulation tick rate, Hz; at most 1000 (a tick of 1 ms). Default 20. */
   tickHz?: number;
-  /** Grid cell side, m; a power of two in raw units. Default: the largest power of two ≤ viewRadius / 2. `0` also means the default. */
+  /** Grid cell side, m; a power of two in raw units, at most 1024 cells per axis (regionSize / cellSize). Default: the largest power of two ≤ viewRadius / 2. `0` also means the default. */
   cellSize?: number;
   /** Bytes per packet, header included. Default 1200 (QUIC's minimum datagram size; fits a 1500-byte MTU). */
   payloadBytes?: number;
   /** Bytes per packet held back for events: 0 (no events), or at least 6 (the smallest that holds one event). Default 0. */
   eventReserveBytes?: number;
-  /** Candidates examined per viewer before the walk stops; `Infinity` = uncapped. Default 256. */
+  /** Candidates examined per viewer before the walk stops: an integer from 1 to 2^31 − 1, or `Infinity` (uncapped). Default 256. */
   walkCap?: number;
-  /** Nearest candidates eligible for the ghost table. Default 256. */
+  /** Nearest candidates eligible for the ghost table, 1 to 16384. Default 256. */
   ghostCap?: number;
-  /** A ghost not stamped for this many of its viewer's passes is evicted. Default 10. */
+  /**
+   * Grace window, in passes of the ghost's viewer (0 to 30000): a ghost not eligible on graceTicks + 1
+   * consecutive passes departs, and its despawn record goes in the packet of the pass after them (an
+   * entity that leaves before pass p is despawned in pass p + graceTicks + 1). Default 10.
+   */
   graceTicks?: number;
   /** A cell holding at least this many entities gets a sub-grid. Default 512. */
   denseCellThreshold?: number;
   /** Sub-cells per axis in a dense cell: 2, 4, 8 or 16. Default 8. */
   subGridDivisions?: number;
-  /** Drift given to a candidate the client does not hold, m. Default: viewRadius. `-1` also means the default. */
+  /** Drift given to a candidate the client does not hold, m (1/1024 to 4194303). Default: viewRadius. `-1` also means the default. */
   newDrift?: number;
   /**
    * Weight per distance band: 64 integers in [1, 2^32 - 1], as an array or a typed array (e.g. a
@@ -502,7 +506,7 @@ function derive(raw: unknown): Derived {
   if (!Number.isInteger(regionSize) || !isPow2(regionSize))
     fail(
       'ERR_SIGHTLINE_CONFIG_REGION_NOT_POWER_OF_TWO',
-      `regionSize must be a power of two in meters (1024, 2048, 4096, ...), received ${describe(regionSize)}`,
+      `regionSize must be a power of two of whole meters, at most 65536 (..., 1024, 2048, 4096, ...), received ${describe(regionSize)}`,
     );
   const regionRaw = regionSize * RAW_PER_METER;
   const regionShift = ilog2(regionRaw);
@@ -591,6 +595,8 @@ function derive(raw: unknown): Derived {
     );
   const slotsPerPacket = Math.floor((payloadBytes - HEADER_BYTES - eventReserveBytes) / RECORD_BYTES);
 
+  if (inp.walkCap === -Infinity)
+    fail('ERR_SIGHTLINE_CONFIG_NOT_FINITE', `walkCap must be an integer from 1 to ${UNCAPPED_WALK}, or Infinity (uncapped), received -Infinity`);
   const walkCapIn = inp.walkCap === Infinity ? UNCAPPED_WALK : inp.walkCap;
   const walkCap = requireInteger('walkCap', walkCapIn, 1, UNCAPPED_WALK);
   const ghostCap = requireInteger('ghostCap', inp.ghostCap, 1, 16384);

@@ -276,19 +276,20 @@ export function checkLayout(config: unknown, name = 'config'): asserts config is
         `${name}.${LAYOUT_FIELDS[i]} must be an integer from 0 to 2^32 - 1 (a WorldConfig or a packet layout { ${LAYOUT_FIELDS.join(', ')} }), received ${describe(v)}`,
       );
   }
-  // The relations a WorldConfig's layout always has: regionRaw = 2^regionShift, verticalRaw fits
-  // zBits, nothing dropped beyond a coordinate's bits, and the packed position fits 64 bits.
+  // The relations a WorldConfig's layout always has: regionRaw = 2^regionShift, zBits = the bits
+  // verticalRaw needs, and quantShift = the fewest low bits to drop for the packed position to fit
+  // 64 bits (as WorldConfig.build derives it).
   const { regionRaw, regionShift, verticalRaw, zBits, quantShift } = c as unknown as PacketLayoutConfig;
+  const excess = 2 * regionShift + zBits - 64;
+  const derivedShift = excess <= 0 ? 0 : Math.floor((excess + 2) / 3);
   const problem =
     regionShift > 30 || regionRaw !== 2 ** regionShift
       ? `regionRaw (${regionRaw}) must be 2^regionShift (regionShift ${regionShift}, at most 30)`
-      : zBits > 30 || verticalRaw < 1 || verticalRaw > 2 ** zBits
-        ? `verticalRaw (${verticalRaw}) must be from 1 to 2^zBits (zBits ${zBits}, at most 30)`
-        : quantShift > Math.min(regionShift, zBits)
-          ? `quantShift (${quantShift}) must be at most regionShift (${regionShift}) and zBits (${zBits})`
-          : 2 * (regionShift - quantShift) + (zBits - quantShift) > 64
-            ? `a packed position takes 2 × (regionShift - quantShift) + (zBits - quantShift) bits, at most 64; received ${2 * (regionShift - quantShift) + (zBits - quantShift)}`
-            : null;
+      : zBits > 30 || verticalRaw < 1 || verticalRaw > 2 ** zBits || (zBits > 0 && verticalRaw <= 2 ** (zBits - 1))
+        ? `zBits (${zBits}) must be the bits verticalRaw (${verticalRaw}) needs: verticalRaw from 2^(zBits - 1) + 1 to 2^zBits (1 for zBits 0), zBits at most 30`
+        : quantShift !== derivedShift
+          ? `quantShift (${quantShift}) must be ${derivedShift}, the fewest low bits to drop for 2 × (regionShift - quantShift) + (zBits - quantShift) to fit 64 bits (regionShift ${regionShift}, zBits ${zBits})`
+          : null;
   if (problem !== null) fail('ERR_SIGHTLINE_INVALID_ARGUMENT', `${name} is not a packet layout a WorldConfig builds: ${problem}`);
 }
 

@@ -173,7 +173,8 @@ function checkTarget(target: unknown): CheckedTarget {
     invalidTarget(`an event target must be ${TARGET_FORMS}, received ${describe(target)}`);
   }
   const t = target as Record<string, unknown>;
-  const keys = Object.keys(t);
+  // A field set to undefined is absent (as the optional `never` fields of EventRecipients allow).
+  const keys = Object.keys(t).filter((k) => t[k] !== undefined);
   const forms = Number(keys.includes('viewer')) + Number(keys.includes('holders')) + Number(keys.includes('near'));
   if (forms !== 1) {
     invalidTarget(`an event target must have exactly one of viewer, holders and near: ${TARGET_FORMS}, received an object with ${forms}`);

@@ -124,6 +124,9 @@ describe('WorldConfig.build defaults', () => {
     expect(WorldConfig.build({ regionSize: undefined, cellSize: 0, newDrift: -1, bandWeights: [] })).toEqual(c);
     expect(WorldConfig.build({ bandWeights: null })).toEqual(c);
     expect(WorldConfig.build({ bandWeights: undefined })).toEqual(c);
+    expect(() => WorldConfig.build({ walkCap: -Infinity })).toThrow(
+      expect.objectContaining({ code: 'ERR_SIGHTLINE_CONFIG_NOT_FINITE', message: expect.stringContaining('or Infinity (uncapped)') }),
+    );
   });
 
   it('passes the filled input back unchanged', () => {

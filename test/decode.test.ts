@@ -439,6 +439,11 @@ describe('arguments', () => {
       { ...layout, verticalRaw: 0 },
       { ...layout, quantShift: layout.regionShift + 1 },
       { regionRaw: 2 ** 30, regionShift: 30, verticalRaw: 2 ** 30, zBits: 30, quantShift: 0 },
+      // Fits 64 bits, but drops bits a WorldConfig with this region and extent keeps.
+      { regionRaw: 4194304, regionShift: 22, verticalRaw: 1048576, zBits: 20, quantShift: 5 },
+      { ...layout, quantShift: layout.quantShift + 1 },
+      // zBits larger than verticalRaw needs.
+      { ...layout, zBits: layout.zBits + 1 },
     ];
     for (const c of bad) {
       const err = errorOf(() => decodePacket(ok, c));

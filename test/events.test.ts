@@ -203,6 +203,7 @@ describe('events emitted during a tick', () => {
     { near: { x: 0, y: 0 } },
     { near: null, radius: 1 },
     { viewer: 0, holders: 0 },
+    { viewer: undefined },
     // Keys beyond the form.
     { viewer: 0, typo: 1 },
     { viewer: 0, radius: 5 },
@@ -237,12 +238,14 @@ describe('events emitted during a tick', () => {
     }
     expect(() => w.emit(text('bad'), { holders: NaN })).toThrow('target holders must be an integer entity id from 0 to 4294967295, received NaN');
     expect(w.emit(text('good'), { viewer: v })).toBe(0);
+    // A field set to undefined is absent, as the type's optional fields allow.
+    expect(w.emit(text('also'), { viewer: v, holders: undefined, near: undefined })).toBe(0);
     const result = await pending;
     expect(result.count).toBe(2);
     expect(w.eventsDropped).toBe(0);
-    expect(w.eventStats(v)).toEqual({ queued: 1, dropped: 0, pending: 1 });
+    expect(w.eventStats(v)).toEqual({ queued: 2, dropped: 0, pending: 2 });
     const p = decodePacketRaw((await w.tick()).bytesAt(0), c);
-    expect(p.events.map((e) => new TextDecoder().decode(e.bytes))).toEqual(['good']);
+    expect(p.events.map((e) => new TextDecoder().decode(e.bytes))).toEqual(['good', 'also']);
   });
 
   it('a deferred target is a copy: changing the caller\'s object after emit changes nothing', async () => {
