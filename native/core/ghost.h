@@ -75,13 +75,14 @@ class GhostTable {
   uint32_t capacity() const { return capacity_; }
   bool full() const { return size_ >= capacity_; }
 
-  // Asks the cache for the entries (issued a viewer ahead of its pass). The pass reads them in
-  // order through a GhostLookup, not through the index.
-  void prefetch() const {
+  // Asks the cache for the first `entries` entries (issued a viewer ahead of its pass, with the
+  // size the table had before the pass: the thread serving its viewer may be changing it). The
+  // pass reads them in order through a GhostLookup, not through the index.
+  void prefetch(uint32_t entries) const {
     const char* b = reinterpret_cast<const char*>(entries_);
     // Into L2 (prefetcht1): the table is read in order once its pass starts, and prefetches into
     // L1 stalled on its fill buffers (measured slower).
-    for (std::size_t off = 0; off < std::size_t(size_) * sizeof(GhostEntry); off += 64) __builtin_prefetch(b + off, 0, 2);
+    for (std::size_t off = 0; off < std::size_t(entries) * sizeof(GhostEntry); off += 64) __builtin_prefetch(b + off, 0, 2);
   }
 
   // Asks the cache for the index slot where id's probe starts: a pass that will insert or remove id

@@ -236,7 +236,7 @@ void World::prepareTick() {
     Viewer& v = *vp;
     v.outOffset = offset;
     v.outLength = 0;
-    v.passesBeforePass = v.passes, v.sequenceBeforePass = v.sequence;
+    v.passesBeforePass = v.passes, v.sequenceBeforePass = v.sequence, v.ghostsBeforePass = v.ghosts.size();
     offset += v.payloadBytes;
     if ((tick_ + v.phase) % v.sendPeriod != 0) { v.status = ViewerStatus::NotDue; continue; }
     if (!store_.isLive(v.avatarId)) { v.status = ViewerStatus::AvatarGone; continue; }
@@ -287,7 +287,7 @@ void World::runPass(ThreadPool& pool) {
         const char* ahead = reinterpret_cast<const char*>(viewers_[i + 4].get());
         for (size_t off = 0; off < sizeof(Viewer); off += 64) __builtin_prefetch(ahead + off);
       }
-      if (i + 2 < n) viewers_[i + 2]->ghosts.prefetch();
+      if (i + 2 < n) viewers_[i + 2]->ghosts.prefetch(viewers_[i + 2]->ghostsBeforePass);
       switch (v.status) {
         case ViewerStatus::Due: serve(v, s); break;
         case ViewerStatus::NotDue: ++s.stats.skippedNotDue; break;

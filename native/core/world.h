@@ -152,6 +152,8 @@ struct Viewer {
   // pass runs (the pass advances the two above).
   uint32_t passesBeforePass = 0;
   uint16_t sequenceBeforePass = 0;
+  uint32_t ghostsBeforePass = 0;  // ghosts.size(): how much of the table the pass prefetches (another
+                                  // thread may be changing the table itself when it does)
   bool hasBox = false;
   Subscription box;
   GhostTable ghosts;

@@ -1,7 +1,8 @@
 // Randomized engine runs under AddressSanitizer and UndefinedBehaviorSanitizer: moves, teleports,
 // entities leaving the region, spawns and despawns, viewers coming and going, lossy and reordered
 // acknowledgements, events; every packet is checked against its payload and header counts, and
-// the bytes of 1, 2 and 8 threads are compared. Build and run: npm run test:sanitize.
+// the bytes of 1, 2 and 8 threads are compared. Build and run: npm run test:sanitize; under
+// ThreadSanitizer: npm run test:tsan.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -153,6 +154,7 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
               "emit threw %s", e.code().c_str());
       }
     }
+    if (t % 2) pool.prepare();  // the workers wait awake for the pass (as the addon's tick does), or asleep
     w.prepareTick();
     countFinerCells(w.snapshot());
     w.runPass(pool);
@@ -217,6 +219,7 @@ void warmTicksDoNotAllocate(unsigned threads) {
   auto tick = [&](uint32_t t) {
     int32_t* xs = w.entities().x();
     for (uint32_t s = 0; s < 4000; ++s) xs[s] += int32_t(rng() % 201) - 100;
+    pool.prepare();
     w.prepareTick();
     w.runPass(pool);
     for (uint32_t s = 0; s < 600; s += 3) {
