@@ -326,6 +326,47 @@ describe('randomized worlds against a model of every client', () => {
   });
 });
 
+describe('worlds sharing a thread pool', () => {
+  it('four worlds of 2 threads ticking at once (one pool, passes in turn) write what each writes alone on 1 thread', async () => {
+    const c = WorldConfig.build();
+    const make = (seed: number, threads: number) => {
+      const w = new World(c, { capacity: 4096, threads });
+      const r = rng(seed);
+      const ids: number[] = [];
+      for (let i = 0; i < 1500; i++) ids.push(w.spawn({ x: 2048 + (r() - 0.5) * 300, y: 2048 + (r() - 0.5) * 300, z: 0 }));
+      for (let i = 0; i < 300; i++) w.addViewer(ids[i]);
+      const step = () => {
+        for (const id of ids) w.positions.x[w.slotOf(id)] += randInt(r, -60, 60);
+      };
+      return { w, step, out: [] as Buffer[] };
+    };
+    const alone: Buffer[][] = [];
+    for (const seed of [1, 2, 3, 4]) {
+      const a = make(seed, 1);
+      for (let t = 0; t < 40; t++) {
+        a.step();
+        const res = await a.w.tick();
+        for (let i = 0; i < res.count; i++) a.out.push(Buffer.from(res.bytesAt(i)));
+      }
+      a.w.close();
+      alone.push(a.out);
+    }
+    const together = [1, 2, 3, 4].map((seed) => make(seed, 2));
+    for (let t = 0; t < 40; t++) {
+      for (const x of together) x.step();
+      const results = await Promise.all(together.map((x) => x.w.tick()));
+      results.forEach((res, k) => {
+        for (let i = 0; i < res.count; i++) together[k].out.push(Buffer.from(res.bytesAt(i)));
+      });
+    }
+    for (let k = 0; k < 4; k++) {
+      expect(together[k].out.length).toBe(alone[k].length);
+      expect(together[k].out.every((b, i) => b.equals(alone[k][i]))).toBe(true);
+      together[k].w.close();
+    }
+  });
+});
+
 describe('packets', () => {
   it('never exceed the payload; header counts match the body; no entity twice', async () => {
     const c = WorldConfig.build();
