@@ -155,7 +155,6 @@ struct Scene {
   // One tick: move, rebuild, serve every viewer on `pool`. Returns the pass time, µs.
   double tick(ThreadPool& pool) {
     move();
-    pool.prepare();  // as the addon's tick() does
     w.prepareTick();
     w.runPass(pool);
     return w.passMicros;
@@ -266,7 +265,6 @@ int main(int argc, char** argv) {
       if (t >= o.warmup) snapUs.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
       continue;
     }
-    pool.prepare();  // as the addon's tick() does: the workers wait awake while the snapshot is built
     w.prepareTick();
     if (o.mode == "gather") {
       const Snapshot& snap = w.snapshot();

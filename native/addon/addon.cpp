@@ -822,8 +822,6 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
       throw codedError(env, "ERR_SIGHTLINE_TICK_IN_PROGRESS",
                        "tick() was called while the previous tick's pass is still running; await it first");
     requirePositions(env);
-    // The pool's workers wait awake while this thread builds the snapshot and the pass is queued.
-    pool_->prepare();
     guarded(env, [&] { world_->prepareTick(); return 0; });
     // Creating and queueing the work can throw (a worker thread being terminated): the tick then
     // never started, and neither the running flag nor the in-flight count may stay taken.

@@ -33,10 +33,6 @@ class ThreadPool {
   // workers' worth of scratch indices as 0). For environment teardown.
   void shutdown();
   void parallelFor(uint32_t count, uint32_t grain, const Body& fn);
-  // Wakes the workers ahead of a parallelFor that is about to come (the caller has a little work of
-  // its own to do first): they wait for it yielding their cores, for up to 2 ms, instead of asleep,
-  // so they start its chunks at once (a sleeping thread takes ~100 µs to wake on a virtual machine).
-  void prepare();
 
  private:
   void workerLoop(unsigned worker);
@@ -47,9 +43,8 @@ class ThreadPool {
   std::mutex dispatch_;  // one parallelFor at a time
   std::mutex m_;
   std::condition_variable wake_, done_;
-  std::atomic<uint64_t> generation_{0};  // parallelFor calls started (written under m_)
-  uint64_t prepared_ = 0;                 // prepare calls
-  std::atomic<unsigned> active_{0};  // workers still running the current loop
+  uint64_t generation_ = 0;
+  unsigned active_ = 0;
   bool stop_ = false;
 
   const Body* body_ = nullptr;

@@ -154,7 +154,6 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
               "emit threw %s", e.code().c_str());
       }
     }
-    if (t % 2) pool.prepare();  // the workers wait awake for the pass (as the addon's tick does), or asleep
     w.prepareTick();
     countFinerCells(w.snapshot());
     w.runPass(pool);
@@ -219,7 +218,6 @@ void warmTicksDoNotAllocate(unsigned threads) {
   auto tick = [&](uint32_t t) {
     int32_t* xs = w.entities().x();
     for (uint32_t s = 0; s < 4000; ++s) xs[s] += int32_t(rng() % 201) - 100;
-    pool.prepare();
     w.prepareTick();
     w.runPass(pool);
     for (uint32_t s = 0; s < 600; s += 3) {
