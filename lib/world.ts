@@ -20,7 +20,7 @@ export const kernels: 'avx512' | 'portable' = native.kernels;
  * published prebuilds, from `npm run prebuildify`) compile it once instrumented, run the herd's
  * scenarios on it and compile it again with the profile; `npm run build:native` and an install
  * that compiles from source build it plainly (-O3). The same packets either way; the pass is
- * about 8-10% faster profile-guided (bench/RESULTS.md, "What changed this round").
+ * about 5-10% faster profile-guided (README, Development).
  */
 export const profileGuided: boolean = native.profileGuided;
 
