@@ -56,11 +56,10 @@ inline void writeHeader(uint8_t* p, const PacketHeader& h) {
 struct PositionPacker {
   explicit PositionPacker(const Config& c)
       : q(c.quantShift),
-        bits(c.regionShift - c.quantShift),
         zHalf(c.verticalRaw >> 1),
         zMax(c.verticalRaw - 1),
-        yScale(uint64_t{1} << bits),
-        zScale(uint64_t{1} << (2 * bits)) {}
+        yScale(uint64_t{1} << (c.regionShift - c.quantShift)),
+        zScale(uint64_t{1} << (2 * (c.regionShift - c.quantShift))) {}
   // The fields shifted into place by multiplying: one shift count (q) in a loop that packs many.
   uint64_t pack(int32_t x, int32_t y, int32_t z) const {
     int64_t zz = std::clamp<int64_t>(int64_t{z} + zHalf, 0, zMax);
@@ -74,9 +73,9 @@ struct PositionPacker {
     return Decoded{int32_t((uint32_t(x) >> q) << q), int32_t((uint32_t(y) >> q) << q),
                          int32_t(((zz >> q) << q) - zHalf)};
   }
-  int q, bits;
+  int q;
   int64_t zHalf, zMax;
-  uint64_t yScale, zScale;  // 2^bits, 2^(2 bits)
+  uint64_t yScale, zScale;  // 2^B, 2^(2B): B = regionShift - q, the bits of x and of y
 };
 
 inline void writeUpdate(uint8_t* p, uint32_t id, uint64_t packed) {
