@@ -73,6 +73,13 @@ struct PositionPacker {
     return Decoded{int32_t((uint32_t(x) >> q) << q), int32_t((uint32_t(y) >> q) << q),
                          int32_t(((zz >> q) << q) - zHalf)};
   }
+  // The position a client decodes from a packed one (raw): unpack(pack(x, y, z)) == decoded(x, y, z).
+  Decoded unpack(uint64_t packed) const {
+    const int b = std::countr_zero(yScale);  // the bits of x and of y
+    const uint64_t field = yScale - 1;
+    return Decoded{int32_t((packed & field) << q), int32_t(((packed >> b) & field) << q),
+                   int32_t(int64_t((packed >> (2 * b)) << q) - zHalf)};
+  }
   int q;
   int64_t zHalf, zMax;
   uint64_t yScale, zScale;  // 2^B, 2^(2B): B = regionShift - q, the bits of x and of y

@@ -60,7 +60,7 @@ Grid::Grid(const Config& c) : S(c.subGridDivisions) {
 }
 
 Snapshot::Snapshot(const Config& c)
-    : cellStart(c.cellCount + 1), denseIndex(c.cellCount, -1), config_(&c), grid_(c), cursor_(c.cellCount) {}
+    : cellStart(c.cellCount + 1), denseIndex(c.cellCount, -1), config_(&c), packer_(c), grid_(c), cursor_(c.cellCount) {}
 
 void Snapshot::build(const EntityStore& store) {
   const Config& c = *config_;
@@ -94,7 +94,7 @@ void Snapshot::build(const EntityStore& store) {
   outsideRegion_ = outside;
   if (ents.size() < n) {
     size_t cap = std::max<size_t>(n, store.capacity());
-    ents.resize(cap), z.resize(cap);
+    ents.resize(cap), packed.resize(cap);
   }
 
   // Prefix sum into cellStart; cursor_ becomes the write position.
@@ -110,12 +110,13 @@ void Snapshot::build(const EntityStore& store) {
   maxCellOccupancy_ = maxOcc;
 
   // Pass 2: scatter in slot order (stable).
+  const PositionPacker packer = packer_;
   for (uint32_t s = 0; s < hw; ++s) {
     uint32_t cell = slotCell_[s];
     if (cell == UINT32_MAX) continue;
     uint32_t at = cursor_[cell]++;
     ents[at] = SnapEntity{sx[s], sy[s], store.idOfSlot(s), odometer[s]};
-    z[at] = sz[s];
+    packed[at] = packer.pack(sx[s], sy[s], sz[s]);
   }
 
   // Dense cells: counting sort by sub-cell inside the cell's range, at level 1 (twice as fine)
@@ -151,19 +152,19 @@ void Snapshot::build(const EntityStore& store) {
       this->dense[dense] = Dense{uint32_t(blocks), level};
       blocks += SS + 1;
       uint32_t m = e - b;
-      if (tmpEnts_.size() < m) tmpEnts_.resize(m), tmpZ_.resize(m);
+      if (tmpEnts_.size() < m) tmpEnts_.resize(m), tmpPacked_.resize(m);
       ss[0] = b;
       for (uint32_t k = 1; k <= SS; ++k) ss[k] += ss[k - 1];
       // ss[k] is now the start of sub-cell k; scatter through a copy.
       std::copy(ents.begin() + b, ents.begin() + e, tmpEnts_.begin());
-      std::copy(z.begin() + b, z.begin() + e, tmpZ_.begin());
+      std::copy(packed.begin() + b, packed.begin() + e, tmpPacked_.begin());
       uint32_t wr[256];
       std::copy(ss, ss + SS, wr);
       for (uint32_t i = 0; i < m; ++i) {
         const SnapEntity& t = tmpEnts_[i];
         uint32_t k = uint32_t((t.y & cellMask) >> subShift) * S + uint32_t((t.x & cellMask) >> subShift);
         uint32_t at = wr[k]++;
-        ents[at] = t, z[at] = tmpZ_[i];
+        ents[at] = t, packed[at] = tmpPacked_[i];
       }
       ++dense;
     }

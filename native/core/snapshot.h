@@ -1,5 +1,5 @@
 // Cell snapshot, rebuilt once per tick: live entities inside the region counting-sorted into cell
-// order (x, y, id and odometer per entity; z apart) with cell offsets. A cell holding at least
+// order (x, y, id and odometer per entity; the wire's packed position apart) with cell offsets. A cell holding at least
 // denseCellThreshold entities is sorted again into an S x S sub-grid inside its own range (2S x 2S
 // when an S x S sub-cell would hold walkCap entities or more; see Dense).
 // After the build the pass reads only the snapshot, so the game may move entities meanwhile.
@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "codec.h"
 #include "config.h"
 #include "entities.h"
 
@@ -61,6 +62,8 @@ class Snapshot {
 
   const Config& config() const { return *config_; }
   const Grid& grid() const { return grid_; }
+  // How `packed` was packed.
+  const PositionPacker& packer() const { return packer_; }
 
   // Entities of cell c are [cellStart[c], cellStart[c+1]).
   std::vector<uint32_t> cellStart;
@@ -77,12 +80,15 @@ class Snapshot {
   std::vector<Dense> dense;
   std::vector<uint32_t> subStart;
   // Per entity, in snapshot order: what the gather and the scoring read together, in one 16-byte
-  // record (a candidate's fields share a cache line); z, read only for records sent, apart.
+  // record (a candidate's fields share a cache line); apart, read only for records sent, the
+  // position as an update record carries it (PositionPacker::pack of x, y and z): packed once per
+  // entity and tick rather than once per record sent (some 100 times as many in a crowd).
   std::vector<SnapEntity> ents;
-  std::vector<int32_t> z;
+  std::vector<uint64_t> packed;
 
  private:
   const Config* config_;
+  PositionPacker packer_;
   Grid grid_;
   uint32_t count_ = 0;
   uint32_t outsideRegion_ = 0;
@@ -91,7 +97,7 @@ class Snapshot {
   std::vector<uint32_t> slotCell_;  // scratch: cell of each slot this tick, or UINT32_MAX
   std::vector<uint32_t> cursor_;    // scratch: write cursor per cell / sub-cell
   std::vector<SnapEntity> tmpEnts_;
-  std::vector<int32_t> tmpZ_;
+  std::vector<uint64_t> tmpPacked_;
 };
 
 }  // namespace sightline

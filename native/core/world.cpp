@@ -26,7 +26,7 @@ void TickStats::add(const TickStats& o) {
 }
 
 World::World(const Config& config, uint32_t capacity, bool recordGhostPositions)
-    : config_(config), store_(capacity), snapshot_(config_), packer_(config_), recordGhostPositions_(recordGhostPositions) {}
+    : config_(config), store_(capacity), snapshot_(config_), recordGhostPositions_(recordGhostPositions) {}
 
 void World::addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked) {
   if (!avatarChecked) store_.checkedSlot(avatarId);

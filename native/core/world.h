@@ -298,7 +298,6 @@ class World {
   Config config_;
   EntityStore store_;
   Snapshot snapshot_;
-  PositionPacker packer_;
   BlockArena ghostArena_;  // the viewers' ghost tables (declared before them: it outlives them)
   std::vector<std::unique_ptr<Viewer>> viewers_;
   std::unordered_map<uint32_t, Viewer*> viewerIndex_;  // avatar id -> its viewer (in viewers_)
