@@ -163,6 +163,10 @@ void World::serve(Viewer& v, Scratch& s) {
       GhostEntry& ge = entries[w - 1];
       drift = candOdoOf(idOdo) - ge.mark;  // read before the stamp is stored (a load behind a store to its word may wait)
       ge.lastSeen = pass;
+    } else if (w == 0) {  // not held (the map has no entry of its slot): new
+      drift = c.newDrift, fresh = 1;
+      gt.prefetchIndex(id);  // it may be inserted
+      ++newPositive;  // undone below when its score is zero
     } else {
       e = lookup.resolve(w, id);
       const uint64_t r = driftOfOther(gt, e, candOdoOf(idOdo), pass, c.newDrift);
