@@ -310,7 +310,8 @@ void World::serve(Viewer& v, Scratch& s) {
     if (m > slots && take > 0) {
       logBuckets(scores, m, true, s.buckets.data());
       keepSmallest(m, take, chosen, s.buckets.data(), s.indices.data(),
-                   [scores](uint32_t j, uint32_t b) { return 63 - subBucket(scores[j], kBuckets - 1 - b); }, before);
+                   [scores](uint32_t j, uint32_t b) { return 63 - subBucket(scores[j], kBuckets - 1 - b); }, before,
+                   &v.scoreBucketHint);
     } else {
       allChosen = true;
     }

@@ -1,5 +1,7 @@
 #include "select.h"
 
+#include <algorithm>
+
 #include "simd.h"
 
 #if SIGHTLINE_AVX512
@@ -92,11 +94,39 @@ uint32_t countBelow512(const uint16_t* buckets, uint32_t n, uint32_t x) {
   return count;
 }
 
-// The threshold bucket by binary search: 9 counts cover the 260 buckets.
+// The threshold bucket by binary search: 9 counts cover the 260 buckets. With a hint, the search
+// first gallops from it (steps 1, 2, 4, ...) to a range that holds the answer, then halves that.
 SIGHTLINE_TARGET_AVX512
-uint32_t thresholdBucket512(const uint16_t* buckets, uint32_t n, uint32_t take) {
+uint32_t thresholdBucket512(const uint16_t* buckets, uint32_t n, uint32_t take, uint32_t hint) {
   // The smallest B in [lo, hi] with countBelow(B + 1) >= take; hi qualifies (every bucket < kBuckets).
   uint32_t lo = 0, hi = kBuckets - 1;
+  if (hint < kBuckets) {
+    // countBelow(0) = 0 < take: B >= x exactly when countBelow(x) < take.
+    if (countBelow512(buckets, n, hint) < take) {  // B >= hint: up from hint
+      lo = hint;
+      for (uint32_t step = 1;;) {
+        const uint32_t probe = std::min(lo + step - 1, hi);  // does B <= probe?
+        if (countBelow512(buckets, n, probe + 1) >= take) {
+          hi = probe;
+          break;
+        }
+        lo = probe + 1;
+        if (lo >= hi) break;
+        step *= 2;
+      }
+    } else {  // B < hint: down from hint - 1
+      hi = hint - 1;
+      for (uint32_t step = 1;;) {
+        const uint32_t probe = hi >= step ? hi - step + 1 : 0;  // does B >= probe?
+        if (probe == 0 || countBelow512(buckets, n, probe) < take) {
+          lo = probe;
+          break;
+        }
+        hi = probe - 1;
+        step *= 2;
+      }
+    }
+  }
   while (lo < hi) {
     uint32_t mid = (lo + hi) / 2;
     if (countBelow512(buckets, n, mid + 1) >= take) hi = mid;
@@ -155,10 +185,11 @@ void logBuckets(const uint64_t* keys, uint32_t n, bool flip, uint16_t* buckets) 
   logBucketsPortable(keys, n, flip, buckets);
 }
 
-uint32_t thresholdBucket(const uint16_t* buckets, uint32_t n, uint32_t take) {
+uint32_t thresholdBucket(const uint16_t* buckets, uint32_t n, uint32_t take, uint32_t hint) {
 #if SIGHTLINE_AVX512
-  if (simdEnabled()) return thresholdBucket512(buckets, n, take);
+  if (simdEnabled()) return thresholdBucket512(buckets, n, take, hint);
 #endif
+  (void)hint;  // the portable search counts every bucket at once
   return thresholdBucketPortable(buckets, n, take);
 }
 

@@ -21,6 +21,7 @@
 #include "events.h"
 #include "gather.h"
 #include "ghost.h"
+#include "select.h"
 #include "snapshot.h"
 #include "subscription.h"
 #include "thread_pool.h"
@@ -147,6 +148,9 @@ struct Viewer {
   // The squared distance of the ghostCap-th nearest candidate on the last pass that had more (0:
   // none yet): where the next pass looks for its threshold first (see keepSmallestNear).
   uint64_t eligibleHint = 0;
+  // The threshold bucket of the last pass's choice of updates (a flipped log bucket of the score;
+  // kBuckets: none yet): where the next one's search starts (see thresholdBucket).
+  uint16_t scoreBucketHint = kBuckets;
   uint16_t sequence = 0;
   // passes and sequence as of the last prepareTick: what the caller's thread may read while a
   // pass runs (the pass advances the two above).

@@ -349,6 +349,16 @@ void selectionMatchesASort() {
         keepSmallest(n, take, into, buckets.data(), idx.data(),
                      [&](uint32_t i, uint32_t b) { return subBucket(a[i].key, b); }, lessAt);
     };
+    // The threshold bucket searched from a guess (as the pass guesses last pass's) is the same
+    // whatever the guess: at it, beside it, far off, at either end, or none.
+    logBuckets(keys.data(), n, largest, buckets.data());
+    const uint32_t B = thresholdBucket(buckets.data(), n, take);
+    for (uint32_t hint : {B, B - 1, B + 1, B + 2, B - 3, B + 9, 0u, kBuckets - 1, uint32_t(rng() % kBuckets)}) {
+      if (thresholdBucket(buckets.data(), n, take, hint) != B) {
+        CHECK(false, "selection round %u: the threshold bucket searched from %u is not %u", round, hint, B);
+        return;
+      }
+    }
     select(out.data());
     // The vector splits give the very same positions in the same order as the portable ones.
     if (cpuHasAvx512()) {
@@ -420,7 +430,7 @@ void selectionMatchesASort() {
   CHECK(runs == 20000, "selection rounds %u", runs);
   CHECK(nearHits > 2000, "only %u near-selections answered", nearHits);
   CHECK(kernelRounds == (cpuHasAvx512() ? 20000u : 0u), "kernel rounds %u", kernelRounds);
-  std::printf("selection: 20000 random selections equal a full sort (%u also by a band guess)%s\n", nearHits,
+  std::printf("selection: 20000 random selections equal a full sort (%u also by a band guess; threshold buckets equal from 9 guesses each)%s\n", nearHits,
               cpuHasAvx512() ? "; AVX-512 and portable kernels agree (buckets, threshold, splits)" : "");
 }
 
