@@ -3,9 +3,60 @@
 #include <algorithm>
 #include <numeric>
 
+#include "simd.h"
 #include "subscription.h"
 
+#if SIGHTLINE_AVX512
+#include <immintrin.h>
+#endif
+
 namespace sightline {
+
+namespace {
+
+// PositionPacker::pack of slots [0, n) into out, in slot order.
+void packSlotsPortable(const int32_t* x, const int32_t* y, const int32_t* z, uint32_t n, const PositionPacker& p,
+                       uint64_t* out) {
+  const PositionPacker packer = p;
+  for (uint32_t s = 0; s < n; ++s) out[s] = packer.pack(x[s], y[s], z[s]);
+}
+
+#if SIGHTLINE_AVX512
+// GCC 12 reports its own _mm512_undefined_* placeholders inside the intrinsics as maybe uninitialized.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// The same 8 slots at a time: x and y widened without sign (as pack casts them), z with its sign,
+// offset and clamped; multiplying by yScale and zScale (powers of two) is shifting by their logs.
+SIGHTLINE_TARGET_AVX512
+void packSlots512(const int32_t* x, const int32_t* y, const int32_t* z, uint32_t n, const PositionPacker& p,
+                  uint64_t* out) {
+  const __m512i q = _mm512_set1_epi64(p.q), yShift = _mm512_set1_epi64(__builtin_ctzll(p.yScale)),
+                zShift = _mm512_set1_epi64(__builtin_ctzll(p.zScale));
+  const __m512i zHalf = _mm512_set1_epi64(p.zHalf), zMax = _mm512_set1_epi64(p.zMax), zero = _mm512_setzero_si512();
+  for (uint32_t s = 0; s < n; s += 8) {
+    const __mmask8 live = n - s >= 8 ? __mmask8(0xff) : __mmask8((1u << (n - s)) - 1);
+    const __m512i vx = _mm512_cvtepu32_epi64(_mm256_maskz_loadu_epi32(live, x + s));
+    const __m512i vy = _mm512_cvtepu32_epi64(_mm256_maskz_loadu_epi32(live, y + s));
+    __m512i vz = _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(live, z + s)), zHalf);
+    vz = _mm512_min_epi64(_mm512_max_epi64(vz, zero), zMax);
+    const __m512i packed = _mm512_or_si512(_mm512_srlv_epi64(vx, q),
+                                           _mm512_or_si512(_mm512_sllv_epi64(_mm512_srlv_epi64(vy, q), yShift),
+                                                           _mm512_sllv_epi64(_mm512_srlv_epi64(vz, q), zShift)));
+    _mm512_mask_storeu_epi64(out + s, live, packed);
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+
+void packSlots(const int32_t* x, const int32_t* y, const int32_t* z, uint32_t n, const PositionPacker& p,
+               uint64_t* out) {
+#if SIGHTLINE_AVX512
+  if (simdEnabled()) return packSlots512(x, y, z, n, p, out);
+#endif
+  packSlotsPortable(x, y, z, n, p, out);
+}
+
+}  // namespace
 
 Grid::Grid(const Config& c) : S(c.subGridDivisions) {
   int R = static_cast<int>(c.cellRadius);
@@ -72,7 +123,7 @@ void Snapshot::build(const EntityStore& store) {
   const int shift = c.cellShift;
   const uint32_t cpa = c.cellsPerAxis;
 
-  if (slotCell_.size() < hw) slotCell_.resize(store.capacity());
+  if (slotCell_.size() < hw) slotCell_.resize(store.capacity()), slotPacked_.resize(store.capacity());
   std::fill(cursor_.begin(), cursor_.end(), 0u);
 
   // Pass 1: cell of each live slot, counts per cell.
@@ -109,14 +160,15 @@ void Snapshot::build(const EntityStore& store) {
   cellStart[c.cellCount] = acc;
   maxCellOccupancy_ = maxOcc;
 
-  // Pass 2: scatter in slot order (stable).
-  const PositionPacker packer = packer_;
+  // Pass 2: scatter in slot order (stable), with every slot's position packed first (a loop of
+  // its own, on vectors where the CPU has them: 8 at a time rather than one per scattered entity).
+  packSlots(sx, sy, sz, hw, packer_, slotPacked_.data());
   for (uint32_t s = 0; s < hw; ++s) {
     uint32_t cell = slotCell_[s];
     if (cell == UINT32_MAX) continue;
     uint32_t at = cursor_[cell]++;
     ents[at] = SnapEntity{sx[s], sy[s], store.idOfSlot(s), odometer[s]};
-    packed[at] = packer.pack(sx[s], sy[s], sz[s]);
+    packed[at] = slotPacked_[s];
   }
 
   // Dense cells: counting sort by sub-cell inside the cell's range, at level 1 (twice as fine)

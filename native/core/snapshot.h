@@ -98,6 +98,7 @@ class Snapshot {
   std::vector<uint32_t> cursor_;    // scratch: write cursor per cell / sub-cell
   std::vector<SnapEntity> tmpEnts_;
   std::vector<uint64_t> tmpPacked_;
+  std::vector<uint64_t> slotPacked_;  // scratch: the packed position of each slot this tick
 };
 
 }  // namespace sightline

@@ -434,6 +434,57 @@ void selectionMatchesASort() {
               cpuHasAvx512() ? "; AVX-512 and portable kernels agree (buckets, threshold, splits)" : "");
 }
 
+// The snapshot's packed positions, from both kernels, against PositionPacker::pack entity by
+// entity: lossless and quantizing configurations (quantShift 0 and 3), x and y anywhere in the
+// region, z anywhere an int32 reaches (clamped to the vertical extent), entities despawned among
+// them.
+void snapshotPackingAgrees() {
+  std::mt19937 rng(33);
+  uint64_t compared = 0;
+  for (uint32_t world = 0; world < 24; ++world) {
+    ConfigInput in;
+    in.regionSize = world % 2 ? 65536 : 4096;  // quantShift 3, then 0
+    in.verticalExtent = double(16 << (world % 7));
+    Config c = buildConfig(in);
+    const PositionPacker packer(c);
+    uint32_t count = 1 + rng() % 900;
+    World w(c, count);
+    std::vector<uint32_t> ids;
+    for (uint32_t i = 0; i < count; ++i) {
+      int32_t x = int32_t(rng() % uint32_t(c.regionRaw)), y = int32_t(rng() % uint32_t(c.regionRaw));
+      uint32_t kind = rng() % 4;
+      int32_t z = kind == 0 ? int32_t(rng()) : kind == 1 ? (rng() % 2 ? INT32_MAX : INT32_MIN)
+                                             : int32_t(int64_t(rng() % uint64_t(2 * c.verticalRaw)) - c.verticalRaw);
+      ids.push_back(w.entities().spawn(x, y, z));
+    }
+    for (uint32_t i = 0; i < count; i += 7) w.entities().despawn(ids[i]);
+    std::vector<uint64_t> kernels[2];
+    for (int vec = 0; vec < 2; ++vec) {
+      if (vec == 1 && !cpuHasAvx512()) break;
+      setSimd(vec == 1);
+      w.prepareTick();
+      const Snapshot& snap = w.snapshot();
+      const int32_t* zs = w.entities().z();
+      for (uint32_t i = 0; i < snap.count(); ++i) {
+        const SnapEntity& e = snap.ents[i];
+        const uint64_t want = packer.pack(e.x, e.y, zs[slotOfId(e.id)]);
+        if (snap.packed[i] != want) {
+          CHECK(false, "snapshot packing, world %u (%s kernel): entity %u packed %llx, pack gives %llx", world,
+                vec ? "AVX-512" : "portable", e.id, (unsigned long long)snap.packed[i], (unsigned long long)want);
+          setSimd(true);
+          return;
+        }
+        ++compared;
+      }
+      kernels[vec].assign(snap.packed.begin(), snap.packed.begin() + snap.count());
+    }
+    setSimd(true);
+    if (cpuHasAvx512()) CHECK(kernels[0] == kernels[1], "snapshot packing, world %u: the kernels differ", world);
+  }
+  std::printf("snapshot packing: %llu packed positions equal PositionPacker::pack%s\n", (unsigned long long)compared,
+              cpuHasAvx512() ? ", from both kernels" : "");
+}
+
 // The AVX-512 gather against the portable one, candidate for candidate: random worlds (sparse
 // cells, dense cells with sub-grids, a crowd on one spot), viewers anywhere (outside the region
 // too), capped and uncapped walks, the avatar left out. Every candidate's d2 is also checked
@@ -601,6 +652,7 @@ int main() {
   selectionMatchesASort();
   chooseWithRoomMatchesTheWalk();
   gatherKernelsAgree();
+  snapshotPackingAgrees();
   ghostLookupMatchesTheIndex();
   staleMatchesTheRule();
   warmTicksDoNotAllocate(1);
