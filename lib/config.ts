@@ -407,7 +407,8 @@ export class WorldConfig {
    * Validates authored values and derives the configuration, exactly as the native engine does.
    *
    * Checks, in order (the first failure throws a {@link SightlineError}):
-   * - `ERR_SIGHTLINE_INVALID_ARGUMENT`: input is neither a plain object nor `undefined`.
+   * - `ERR_SIGHTLINE_INVALID_ARGUMENT`: input is neither a plain object nor `undefined` (an array,
+   *   a Map, a Date, a boxed number and other built-ins are refused, not read as empty).
    * - `ERR_SIGHTLINE_CONFIG_UNKNOWN_FIELD`: a key that is not one of {@link CONFIG_FIELDS}.
    * - field by field in {@link CONFIG_FIELDS} order: a field the input only inherits (found on its
    *   prototype chain, not an own property) is `ERR_SIGHTLINE_INVALID_ARGUMENT`: only own
@@ -432,7 +433,9 @@ export class WorldConfig {
 // and undefined fields take their defaults.
 function readInput(input: unknown): Record<ConfigField, unknown> {
   if (input === undefined) input = {};
-  if (typeof input !== 'object' || input === null || Array.isArray(input))
+  // An ordinary object: not an array, nor a Map, a Date, a boxed number or another built-in that
+  // holds its data elsewhere (its fields would be silently ignored).
+  if (typeof input !== 'object' || input === null || Array.isArray(input) || Object.prototype.toString.call(input) !== '[object Object]')
     fail('ERR_SIGHTLINE_INVALID_ARGUMENT', `config must be an object, received ${describe(input)}`);
   const known: readonly string[] = CONFIG_FIELDS;
   for (const key of Object.keys(input)) {

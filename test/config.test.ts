@@ -280,6 +280,11 @@ describe('WorldConfig.build rejections', () => {
     ['null input', null, 'ERR_SIGHTLINE_INVALID_ARGUMENT', ['null']],
     ['number input', 5, 'ERR_SIGHTLINE_INVALID_ARGUMENT', ['5']],
     ['array input', [], 'ERR_SIGHTLINE_INVALID_ARGUMENT', ['array']],
+    // Built-ins whose data is not in own fields: their entries would be ignored, not read.
+    ['Map input', new Map([['regionSize', 1024]]), 'ERR_SIGHTLINE_INVALID_ARGUMENT', ['config must be an object', 'Map']],
+    ['Date input', new Date(0), 'ERR_SIGHTLINE_INVALID_ARGUMENT', ['Date']],
+    ['RegExp input', /x/, 'ERR_SIGHTLINE_INVALID_ARGUMENT', ['RegExp']],
+    ['boxed number input', Object(5), 'ERR_SIGHTLINE_INVALID_ARGUMENT', ['Number']],
     ['unknown field', { radius: 5 }, 'ERR_SIGHTLINE_CONFIG_UNKNOWN_FIELD', ['"radius"', 'viewRadius', 'bandWeights']],
     ['NaN', { regionSize: NaN }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE', ['regionSize', 'NaN']],
     ['Infinity', { viewRadius: Infinity }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE', ['viewRadius', 'Infinity']],

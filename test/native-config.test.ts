@@ -111,6 +111,17 @@ describe('TypeScript and native configuration agree', () => {
     expect(() => native.buildConfig(inherited)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
   });
 
+  it('both refuse an input that is not an ordinary object (a Map, a Date, an array, a boxed number)', () => {
+    for (const input of [new Map([['regionSize', 1024]]), new Date(0), [], Object(5)]) {
+      expect(() => WorldConfig.build(input as WorldConfigInput)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+      expect(() => native.buildConfig(input as object)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    }
+    // An object without a prototype is ordinary.
+    const bare = Object.assign(Object.create(null), { regionSize: 1024 }) as WorldConfigInput;
+    expect(WorldConfig.build(bare).input.regionSize).toBe(1024);
+    expect(native.buildConfig(bare).regionRaw).toBe(WorldConfig.build(bare).regionRaw);
+  });
+
   it('the protocol hash changes when a decode-relevant field changes, and only then', () => {
     const base = WorldConfig.build();
     expect(native.buildConfig({}).protocolHash).toBe(base.protocolHash);
