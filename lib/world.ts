@@ -360,8 +360,14 @@ export class World {
   #views: ({ generation: number; buffer: ArrayBuffer; index: Uint32Array } | undefined)[] = [undefined, undefined];
   #epoch = 0;
   #ticking = false;
-  #deferredEvents: { bytes: Uint8Array; target: CheckedTarget }[] = [];
+  // Events emitted during a tick, applied when it ends; `changes` is #viewerChanges when emitted.
+  #deferredEvents: { bytes: Uint8Array; target: CheckedTarget; changes: number }[] = [];
   readonly #addedDuringTick = new Set<EntityId>();
+  // Viewer additions and removals during the current tick, counted, and the count at each viewer's
+  // last one: a deferred event is applied in call order with them (a viewer added or removed after
+  // the emit is not the one the event was meant for).
+  #viewerChanges = 0;
+  readonly #changedDuringTick = new Map<EntityId, number>();
   #eventsDropped = 0;
 
   /**
@@ -562,7 +568,10 @@ export class World {
     } catch (e) {
       rethrow(e);
     }
-    if (this.#ticking) this.#addedDuringTick.add(avatar);
+    if (this.#ticking) {
+      this.#addedDuringTick.add(avatar);
+      this.#changedDuringTick.set(avatar, ++this.#viewerChanges);
+    }
   }
 
   /**
@@ -575,6 +584,7 @@ export class World {
     } catch (e) {
       rethrow(e);
     }
+    if (this.#ticking) this.#changedDuringTick.set(avatar, ++this.#viewerChanges);
   }
 
   /**
@@ -689,7 +699,10 @@ export class World {
    * `{ acks: true }` take events (multi-viewer targets skip the others). Each viewer's queue holds
    * 64 unacknowledged events: for a `{ viewer }` target a full queue throws
    * `ERR_SIGHTLINE_EVENT_QUEUE_FULL`; for the others the viewer is skipped and the drop counted
-   * ({@link eventsDropped}). During a tick, events are queued and applied when the tick ends;
+   * ({@link eventsDropped}). During a tick, events are queued and applied when the tick ends, in
+   * call order with that tick's addViewer and removeViewer calls (the viewers they reach are those
+   * the same calls between ticks would reach: a viewer added after the emit does not get it, and
+   * a `{ viewer }` removed after it, even if added again, loses it, counted in {@link eventsDropped});
    * the target is checked in full when `emit` is called, and a `{ viewer }` that takes no events
    * throws then too (a viewer added during that tick is checked when the tick ends: an event it
    * cannot take is counted in {@link eventsDropped}). Applying queued events never makes the
@@ -731,7 +744,7 @@ export class World {
           `viewer ${t.viewer} cannot take events: it needs { acks: true } and the config an eventReserveBytes above 5 (it is ${this.config.eventReserveBytes})`,
         );
       }
-      this.#deferredEvents.push({ bytes: bytes.slice(), target: t });
+      this.#deferredEvents.push({ bytes: bytes.slice(), target: t, changes: this.#viewerChanges });
       return 0;
     }
     return this.#emitNow(bytes, t, true);
@@ -766,8 +779,16 @@ export class World {
     }
   }
 
-  #emitNow(bytes: Uint8Array, target: CheckedTarget, strict: boolean): number {
+  // Queues an event for its target's viewers now. `changes`, for an event deferred during a tick:
+  // #viewerChanges when it was emitted; viewers added or removed after that are left out (a
+  // { viewer } target removed after it, even if added again, is a drop: its queue went with it).
+  #emitNow(bytes: Uint8Array, target: CheckedTarget, strict: boolean, changes = Infinity): number {
+    const changedSince = (v: number): boolean => (this.#changedDuringTick.get(v) ?? 0) > changes;
     if ('viewer' in target) {
+      if (changedSince(target.viewer)) {
+        this.#eventsDropped++;
+        return 0;
+      }
       try {
         this.#native.emit(target.viewer, bytes, !strict);  // a refusal thrown to the caller is not a drop
         return 1;
@@ -797,6 +818,7 @@ export class World {
     }
     let queued = 0;
     for (let i = 0; i < viewers.length; i++) {
+      if (changedSince(viewers[i])) continue;  // not a viewer when it was emitted, or not this one
       const stats = this.#native.eventStats(viewers[i]);
       if (!stats) continue; // takes no events
       try {
@@ -813,13 +835,15 @@ export class World {
     const events = this.#deferredEvents;
     this.#deferredEvents = [];
     this.#addedDuringTick.clear();
-    for (const { bytes, target } of events) {
+    for (const { bytes, target, changes } of events) {
       try {
-        this.#emitNow(bytes, target, false);  // a { viewer } removed meanwhile: counted as dropped
+        this.#emitNow(bytes, target, false, changes);  // a { viewer } removed meanwhile: counted as dropped
       } catch {
         this.#eventsDropped++;
       }
     }
+    this.#changedDuringTick.clear();
+    this.#viewerChanges = 0;
   }
 
   /**

@@ -248,6 +248,75 @@ describe('events emitted during a tick', () => {
     expect(p.events.map((e) => new TextDecoder().decode(e.bytes))).toEqual(['good', 'also']);
   });
 
+  // The same calls made while a tick runs and between ticks reach the same viewers: a deferred
+  // event is applied in call order with the viewer changes of its tick.
+  async function sameCalls(calls: (w: World, ids: { a: number; b: number; c: number }) => void, during: boolean) {
+    const cfg = WorldConfig.build({ regionSize: 1024, viewRadius: 200, eventReserveBytes: 40 });
+    const w = new World(cfg, { capacity: 16, threads: 1 });
+    const ids = { a: w.spawn({ x: 500, y: 500, z: 0 }), b: w.spawn({ x: 510, y: 500, z: 0 }), c: w.spawn({ x: 520, y: 500, z: 0 }) };
+    w.addViewer(ids.a, { acks: true });
+    w.addViewer(ids.b, { acks: true });
+    await w.tick();
+    if (during) {
+      const pending = w.tick();
+      calls(w, ids);
+      await pending;
+    } else {
+      await w.tick();
+      calls(w, ids);
+    }
+    const r = await w.tick();
+    const got: Record<number, number> = {};
+    for (let i = 0; i < r.count; i++) got[r.viewerAt(i)] = decodePacket(r.bytesAt(i), cfg).events.length;
+    const out = { events: got, dropped: w.eventsDropped, ids };
+    w.close();
+    return out;
+  }
+
+  // [name, calls, viewers that get the event, drops counted when deferred]. Between ticks the
+  // event is queued at once and no drop is counted; deferred, an event whose { viewer } is gone
+  // when the tick ends is counted (as documented).
+  type Ids = { a: number; b: number; c: number };
+  const ORDERED: Array<[string, (w: World, ids: Ids) => void, (ids: Ids) => number[], number]> = [
+    ['{ viewer }, then removed and added again: the new viewer does not get it', (w, { b }) => {
+      w.emit(text('e'), { viewer: b });
+      w.removeViewer(b);
+      w.addViewer(b, { acks: true });
+    }, () => [], 1],
+    ['removed and added again, then { viewer }: the new viewer gets it', (w, { b }) => {
+      w.removeViewer(b);
+      w.addViewer(b, { acks: true });
+      w.emit(text('e'), { viewer: b });
+    }, ({ b }) => [b], 0],
+    ['{ near }, then a viewer added: it does not get it', (w, { c }) => {
+      w.emit(text('e'), { near: { x: 510, y: 500 }, radius: 50 });
+      w.addViewer(c, { acks: true });
+    }, ({ a, b }) => [a, b], 0],
+    ['a viewer added, then { near }: it gets it', (w, { c }) => {
+      w.addViewer(c, { acks: true });
+      w.emit(text('e'), { near: { x: 510, y: 500 }, radius: 50 });
+    }, ({ a, b, c }) => [a, b, c], 0],
+    ['{ holders }, then the holder removed and added again: the new viewer does not get it', (w, { a, b }) => {
+      w.emit(text('e'), { holders: b });
+      w.removeViewer(a);
+      w.addViewer(a, { acks: true });
+    }, () => [], 0],
+    ['{ holders }, with the holder kept: it gets it', (w, { b }) => {
+      w.emit(text('e'), { holders: b });
+    }, ({ a }) => [a], 0],
+  ];
+  for (const [name, calls, receivers, deferredDrops] of ORDERED) {
+    it(`apply in call order with the tick's viewer changes: ${name}`, async () => {
+      const idle = await sameCalls(calls, false);
+      const deferred = await sameCalls(calls, true);
+      expect(deferred.events).toEqual(idle.events);
+      const got = Object.entries(idle.events).filter(([, n]) => n > 0).map(([v]) => Number(v)).sort((x, y) => x - y);
+      expect(got).toEqual(receivers(idle.ids).sort((x, y) => x - y));
+      expect(idle.dropped).toBe(0);
+      expect(deferred.dropped).toBe(deferredDrops);
+    });
+  }
+
   it('a deferred target is a copy: changing the caller\'s object after emit changes nothing', async () => {
     const { w, v } = setup();
     const target = { viewer: v };
