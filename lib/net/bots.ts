@@ -20,6 +20,10 @@ import { UdpClient } from './udp-client.js';
 
 // Failure messages kept for the connected message.
 const MAX_ERRORS = 5;
+// Before reporting, the clients wait until no datagram has reached any of them for this long (the
+// server's last packets are then taken in and acknowledged), up to REPORT_SETTLE_MAX_MS.
+const REPORT_QUIET_MS = 150;
+const REPORT_SETTLE_MAX_MS = 3_000;
 
 /** Checks each heartbeat a client receives against the ones before it. */
 export class HeartbeatCheck {
@@ -162,8 +166,26 @@ export class BotSwarm {
     return { type: 'sample', round, clients: beliefs };
   }
 
-  /** Every client's counters. */
-  report(): BotReportReply {
+  /**
+   * Every client's final counters, at the end of a run: once no datagram has reached the clients
+   * for REPORT_QUIET_MS (the server stopped ticking; its last packets are taken in and acknowledged
+   * first), each client is closed (BYE), so no acknowledgement leaves after the counts are taken
+   * and the server's count of acks applied can be compared with them.
+   */
+  async report(): Promise<BotReportReply> {
+    const received = (): number => this.#bots.reduce((n, b) => n + b.client.counters.datagramsReceived, 0);
+    const started = performance.now();
+    let last = received();
+    let quietSince = performance.now();
+    while (performance.now() - quietSince < REPORT_QUIET_MS && performance.now() - started < REPORT_SETTLE_MAX_MS) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      const now = received();
+      if (now !== last) {
+        last = now;
+        quietSince = performance.now();
+      }
+    }
+    await Promise.all(this.#bots.map((b) => b.client.close()));
     const clients: BotClientReport[] = [];
     for (const { client, check, disconnect } of this.#bots) {
       const c = client.counters;
@@ -246,7 +268,14 @@ function serve(): void {
           send(swarm?.sample(m.round) ?? { type: 'sample', round: m.round, clients: [] });
           return;
         case 'report':
-          send(swarm?.report() ?? { type: 'report', clients: [], cpuMs: cpuMs() });
+          if (swarm === undefined) {
+            send({ type: 'report', clients: [], cpuMs: cpuMs() });
+            return;
+          }
+          swarm.report().then(send, (e: unknown) => {
+            send({ type: 'fatal', message: String(e) });
+            exit(1);
+          });
           return;
         case 'stop':
           exit(0);

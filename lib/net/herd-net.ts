@@ -41,6 +41,10 @@ const CLIENT_CONNECT_TIMEOUT_MS = 5000;
 const BOT_LIFETIME_MARGIN_MS = 120_000;
 // Waits for the bot process: its final report, its exit after `stop`, ms.
 const REPORT_TIMEOUT_MS = 10_000;
+// At the end of a run, the server takes in the clients' last datagrams until none has come for
+// SETTLE_QUIET_MS (at most SETTLE_MAX_MS).
+const SETTLE_QUIET_MS = 100;
+const SETTLE_MAX_MS = 2_000;
 const EXIT_TIMEOUT_MS = 3000;
 // Position errors kept for percentiles (a uniform sample beyond that); mean and worst stay exact.
 const ERROR_RESERVOIR = 1 << 20;
@@ -313,8 +317,9 @@ export class NetHerd {
 
   /**
    * Ends a run: asks for a last sample, runs up to half a second of ticks (without moving the herd)
-   * while heartbeats await acknowledgement, collects the bots' counters, stops the bot process and
-   * closes the server. Resolves with the network report.
+   * while heartbeats await acknowledgement, collects the bots' counters (each client takes in the
+   * server's last packets and closes first), lets the server take in the clients' last datagrams,
+   * stops the bot process and closes the server. Resolves with the network report.
    * @throws ERR_SIGHTLINE_NET_BOTS (the bot process failed or did not answer).
    */
   async finish(): Promise<NetworkReport> {
@@ -324,11 +329,29 @@ export class NetHerd {
       let pendingAtEnd = 0;
       for (const v of this.#server.viewers()) pendingAtEnd += this.#world.eventStats(v)?.pending ?? 0;
       const reply = (await this.#request({ type: 'report' }, 'report', REPORT_TIMEOUT_MS)) as BotReportReply;
+      // The clients closed before reporting: what they sent last (acks, BYE) is taken in before
+      // the server's counters are read, so acksApplied counts the acks the bots counted.
+      await this.#settleServer();
       await this.#stopChild();
       await this.#server.close();
       return this.#report(reply, drainTicks, pendingAtEnd);
     } finally {
       await this.close();
+    }
+  }
+
+  // Waits until no datagram has reached the server for SETTLE_QUIET_MS (at most SETTLE_MAX_MS).
+  async #settleServer(): Promise<void> {
+    const started = performance.now();
+    let last = this.#server.counters.datagramsReceived;
+    let quietSince = performance.now();
+    while (performance.now() - quietSince < SETTLE_QUIET_MS && performance.now() - started < SETTLE_MAX_MS) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      const now = this.#server.counters.datagramsReceived;
+      if (now !== last) {
+        last = now;
+        quietSince = performance.now();
+      }
     }
   }
 
