@@ -65,15 +65,9 @@ struct PositionPacker {
     int64_t zz = std::clamp<int64_t>(int64_t{z} + zHalf, 0, zMax);
     return (uint64_t(uint32_t(x)) >> q) | ((uint64_t(uint32_t(y)) >> q) * yScale) | ((uint64_t(zz) >> q) * zScale);
   }
-  // The position a client decodes from pack(x, y, z) (raw): quantized, z clamped to the
-  // vertical extent (docs/wire-format.md).
+  // The position a client decodes from a packed one (raw): x and y quantized, z clamped to the
+  // vertical extent and quantized (docs/wire-format.md).
   struct Decoded { int32_t x, y, z; };
-  Decoded decoded(int32_t x, int32_t y, int32_t z) const {
-    const int64_t zz = std::clamp<int64_t>(int64_t{z} + zHalf, 0, zMax);
-    return Decoded{int32_t((uint32_t(x) >> q) << q), int32_t((uint32_t(y) >> q) << q),
-                         int32_t(((zz >> q) << q) - zHalf)};
-  }
-  // The position a client decodes from a packed one (raw): unpack(pack(x, y, z)) == decoded(x, y, z).
   Decoded unpack(uint64_t packed) const {
     const int b = std::countr_zero(yScale);  // the bits of x and of y
     const uint64_t field = yScale - 1;

@@ -467,7 +467,18 @@ void snapshotPackingAgrees() {
       const int32_t* zs = w.entities().z();
       for (uint32_t i = 0; i < snap.count(); ++i) {
         const SnapEntity& e = snap.ents[i];
-        const uint64_t want = packer.pack(e.x, e.y, zs[slotOfId(e.id)]);
+        const int32_t z = zs[slotOfId(e.id)];
+        const uint64_t want = packer.pack(e.x, e.y, z);
+        // What a client decodes from it: x and y quantized, z clamped to the extent and quantized.
+        const PositionPacker::Decoded d = packer.unpack(want);
+        const int64_t zz = std::clamp<int64_t>(int64_t{z} + packer.zHalf, 0, packer.zMax);
+        const int q = c.quantShift;
+        if (d.x != ((e.x >> q) << q) || d.y != ((e.y >> q) << q) || d.z != int32_t(((zz >> q) << q) - packer.zHalf)) {
+          CHECK(false, "unpack, world %u: entity %u at (%d, %d, %d) decodes as (%d, %d, %d)", world, e.id, e.x, e.y, z, d.x,
+                d.y, d.z);
+          setSimd(true);
+          return;
+        }
         if (snap.packed[i] != want) {
           CHECK(false, "snapshot packing, world %u (%s kernel): entity %u packed %llx, pack gives %llx", world,
                 vec ? "AVX-512" : "portable", e.id, (unsigned long long)snap.packed[i], (unsigned long long)want);
@@ -481,7 +492,7 @@ void snapshotPackingAgrees() {
     setSimd(true);
     if (cpuHasAvx512()) CHECK(kernels[0] == kernels[1], "snapshot packing, world %u: the kernels differ", world);
   }
-  std::printf("snapshot packing: %llu packed positions equal PositionPacker::pack%s\n", (unsigned long long)compared,
+  std::printf("snapshot packing: %llu packed positions equal PositionPacker::pack and unpack as a client decodes them%s\n", (unsigned long long)compared,
               cpuHasAvx512() ? ", from both kernels" : "");
 }
 
