@@ -17,6 +17,7 @@ import {
   type ParentToBots,
 } from './bot-messages.js';
 import { UdpClient } from './udp-client.js';
+import { untilQuiet } from './udp-common.js';
 
 // Failure messages kept for the connected message.
 const MAX_ERRORS = 5;
@@ -174,17 +175,7 @@ export class BotSwarm {
    */
   async report(): Promise<BotReportReply> {
     const received = (): number => this.#bots.reduce((n, b) => n + b.client.counters.datagramsReceived, 0);
-    const started = performance.now();
-    let last = received();
-    let quietSince = performance.now();
-    while (performance.now() - quietSince < REPORT_QUIET_MS && performance.now() - started < REPORT_SETTLE_MAX_MS) {
-      await new Promise((resolve) => setTimeout(resolve, 25));
-      const now = received();
-      if (now !== last) {
-        last = now;
-        quietSince = performance.now();
-      }
-    }
+    await untilQuiet(received, REPORT_QUIET_MS, REPORT_SETTLE_MAX_MS);
     await Promise.all(this.#bots.map((b) => b.client.close()));
     const clients: BotClientReport[] = [];
     for (const { client, check, disconnect } of this.#bots) {

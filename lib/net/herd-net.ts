@@ -19,6 +19,7 @@ import {
   type BotsToParent,
   type ParentToBots,
 } from './bot-messages.js';
+import { untilQuiet } from './udp-common.js';
 import { UdpServer, type UdpServerCounters } from './udp-server.js';
 
 /** Event reserve of the World a networked herd runs on, bytes per packet (config `eventReserveBytes`). */
@@ -342,17 +343,7 @@ export class NetHerd {
 
   // Waits until no datagram has reached the server for SETTLE_QUIET_MS (at most SETTLE_MAX_MS).
   async #settleServer(): Promise<void> {
-    const started = performance.now();
-    let last = this.#server.counters.datagramsReceived;
-    let quietSince = performance.now();
-    while (performance.now() - quietSince < SETTLE_QUIET_MS && performance.now() - started < SETTLE_MAX_MS) {
-      await new Promise((resolve) => setTimeout(resolve, 25));
-      const now = this.#server.counters.datagramsReceived;
-      if (now !== last) {
-        last = now;
-        quietSince = performance.now();
-      }
-    }
+    await untilQuiet(() => this.#server.counters.datagramsReceived, SETTLE_QUIET_MS, SETTLE_MAX_MS);
   }
 
   /** Stops the bot process (kills it if it does not exit) and closes the server. Idempotent. */
