@@ -141,8 +141,9 @@ ConfigInput configFromObject(Napi::Env env, const Napi::Value& value) {
   // An ordinary object (Object.prototype.toString says so): an array, a Map, a Date or a boxed
   // number keeps its data elsewhere than in own fields, which would then be silently ignored.
   Napi::Function tag = env.Global().Get("Object").As<Napi::Object>().Get("prototype").As<Napi::Object>().Get("toString").As<Napi::Function>();
-  if (tag.Call(o, {}).As<Napi::String>().Utf8Value() != "[object Object]")
-    throw codedError(env, "ERR_SIGHTLINE_INVALID_ARGUMENT", "config input must be an ordinary object, not " + tag.Call(o, {}).As<Napi::String>().Utf8Value());
+  const std::string kind = tag.Call(o, {}).As<Napi::String>().Utf8Value();
+  if (kind != "[object Object]")
+    throw codedError(env, "ERR_SIGHTLINE_INVALID_ARGUMENT", "config input must be an ordinary object, not " + kind);
   // Own properties only: a field inherited through the prototype chain is refused.
   auto own = [&](const char* key) {
     if (o.HasOwnProperty(key)) return true;
