@@ -33,17 +33,25 @@ void ThreadPool::shutdown() {
   workers_.clear();
 }
 
+uint32_t guidedChunk(uint32_t remaining, uint32_t grain, uint32_t parts) {
+  return std::min(remaining, std::max(grain, remaining / parts));
+}
+
 void ThreadPool::runChunks(unsigned worker) {
+  const uint32_t count = count_, grain = grain_, parts = 2 * size_;
+  uint32_t begin = cursor_.load(std::memory_order_relaxed);
   for (;;) {
-    uint32_t begin = cursor_.fetch_add(grain_, std::memory_order_relaxed);
-    if (begin >= count_ || failed_.load(std::memory_order_relaxed)) return;
-    uint32_t end = std::min(count_, begin + grain_);
+    if (begin >= count || failed_.load(std::memory_order_relaxed)) return;
+    const uint32_t end = begin + guidedChunk(count - begin, grain, parts);
+    // On failure `begin` is reloaded with the cursor another thread moved, and the chunk recomputed.
+    if (!cursor_.compare_exchange_weak(begin, end, std::memory_order_relaxed)) continue;
     try {
       (*body_)(begin, end, worker);
     } catch (...) {
       std::lock_guard<std::mutex> lock(m_);
       if (!failed_.exchange(true)) error_ = std::current_exception();
     }
+    begin = cursor_.load(std::memory_order_relaxed);
   }
 }
 

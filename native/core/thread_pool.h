@@ -1,8 +1,15 @@
 // Persistent thread pool for data-parallel loops. Workers sleep on a condition variable while idle;
-// parallelFor(count, grain, fn) splits [0, count) into chunks of `grain` claimed through an atomic
+// parallelFor(count, grain, fn) splits [0, count) into chunks claimed in order through an atomic
 // cursor; the calling thread participates and the call returns when every chunk is done. The first
 // exception thrown by any chunk is rethrown on the caller; the pool stays usable afterwards.
 // ThreadPool(1) has no workers and runs inline. parallelFor calls on one pool are serialized.
+//
+// Chunks are guided (OpenMP's `schedule(guided)`): each claim takes the remaining count divided by
+// twice the thread count, but at least `grain`. A pass over 8,192 viewers on 2 threads is then
+// about 25 claims instead of 512 chunks of 16, and the chunks still shrink to `grain` at the end,
+// so a late or slow thread leaves at most one small chunk for the others to wait on. On the 2-core
+// benchmark machine that made the town-square pass about 5% faster at 2 threads than fixed chunks
+// of 16 viewers (bench/RESULTS.md).
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -17,6 +24,9 @@ namespace sightline {
 
 // 0 = hardware concurrency (at least 1); anything else is used as given (capped at 256).
 unsigned resolveThreadCount(unsigned requested, unsigned detected);
+
+// The size of the next guided chunk: remaining / parts, at least grain, at most remaining.
+uint32_t guidedChunk(uint32_t remaining, uint32_t grain, uint32_t parts);
 
 class ThreadPool {
  public:

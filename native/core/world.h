@@ -250,8 +250,9 @@ class World {
   // Rebuilds the snapshot without advancing the tick or the odometer (tools and tests).
   void rebuildSnapshot() { snapshot_.build(store_); }
   void runPass(ThreadPool& pool);
-  // Viewers per chunk of the pass: enough to amortize the cursor, small enough to balance crowded
-  // viewers. A pass over no more viewers than this runs on the calling thread alone.
+  // The smallest chunk of viewers the pool hands out (chunks are guided, larger while many viewers
+  // remain: thread_pool.h): small enough to balance crowded viewers at the end of a pass. A pass
+  // over no more viewers than this runs on the calling thread alone.
   static constexpr uint32_t kViewersPerChunk = 16;
 
   const TickStats& stats() const { return stats_; }

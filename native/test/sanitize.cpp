@@ -7,7 +7,9 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <new>
+#include <stdexcept>
 #include <cstring>
 #include <deque>
 #include <random>
@@ -658,7 +660,64 @@ void blockArenaKeepsBlocksApart() {
               (unsigned long long)reused);
 }
 
+// The pool runs every index exactly once, in the guided chunks thread_pool.h describes (each
+// chunk's size follows from where it begins), inline for a single chunk, and rethrows the first
+// exception with the pool usable afterwards.
+void threadPoolRunsEachIndexOnce() {
+  uint64_t loops = 0, chunksAt8192 = 0;
+  for (unsigned threads : {1u, 2u, 3u, 8u}) {
+    ThreadPool pool(threads);
+    for (uint32_t grain : {1u, 16u, 64u}) {
+      for (uint32_t count : {0u, 1u, 15u, 16u, 17u, 100u, 8192u, 10007u}) {
+        std::vector<std::atomic<uint32_t>> runs(count);
+        std::mutex m;
+        std::vector<std::pair<uint32_t, uint32_t>> chunks;
+        std::atomic<bool> offWorker{false};
+        pool.parallelFor(count, grain, [&](uint32_t b, uint32_t e, unsigned w) {
+          if (w >= pool.size()) offWorker = true;
+          for (uint32_t i = b; i < e; ++i) runs[i].fetch_add(1, std::memory_order_relaxed);
+          std::lock_guard<std::mutex> lock(m);
+          chunks.emplace_back(b, e);
+        });
+        ++loops;
+        uint32_t wrong = 0;
+        for (auto& r : runs) wrong += r.load() != 1;
+        CHECK(wrong == 0 && !offWorker, "pool %u threads, grain %u, count %u: %u indices not run exactly once", threads, grain, count, wrong);
+        std::sort(chunks.begin(), chunks.end());
+        uint32_t at = 0, badChunks = 0;
+        const bool inlineRun = threads == 1 || count <= grain;
+        for (auto [b, e] : chunks) {
+          const uint32_t want = inlineRun ? count : b + guidedChunk(count - b, grain, 2 * threads);
+          badChunks += b != at || e != want;
+          at = e;
+        }
+        CHECK(badChunks == 0 && at == count, "pool %u threads, grain %u, count %u: %u chunks not as guided", threads, grain, count, badChunks);
+        if (threads == 2 && grain == 16 && count == 8192) chunksAt8192 = chunks.size();
+      }
+    }
+    for (uint32_t round = 0; round < 3; ++round) {
+      std::atomic<uint32_t> after{0};
+      try {
+        pool.parallelFor(1000, 16, [&](uint32_t b, uint32_t e, unsigned) {
+          if (b <= 500 && 500 < e) throw std::runtime_error("chunk 500");
+        });
+        CHECK(false, "pool %u threads: the exception was not rethrown", threads);
+      } catch (const std::runtime_error& e) {
+        CHECK(std::string(e.what()) == "chunk 500", "pool %u threads: rethrew %s", threads, e.what());
+      }
+      pool.parallelFor(1000, 16, [&](uint32_t b, uint32_t e, unsigned) { after.fetch_add(e - b); });
+      CHECK(after.load() == 1000, "pool %u threads: after an exception %u of 1000 indices ran", threads, after.load());
+    }
+  }
+  CHECK(guidedChunk(UINT32_MAX, 16, 4) == UINT32_MAX / 4 && guidedChunk(5, 16, 4) == 5 && guidedChunk(100, 16, 4) == 25 &&
+            guidedChunk(40, 16, 4) == 16,
+        "guidedChunk arithmetic");
+  std::printf("thread pool: %llu loops of 1, 2, 3 and 8 threads ran each index once, in guided chunks (%llu claims for 8,192 viewers on 2 threads); exceptions rethrown\n",
+              (unsigned long long)loops, (unsigned long long)chunksAt8192);
+}
+
 int main() {
+  threadPoolRunsEachIndexOnce();
   blockArenaKeepsBlocksApart();
   selectionMatchesASort();
   chooseWithRoomMatchesTheWalk();
