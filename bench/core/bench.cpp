@@ -155,7 +155,7 @@ struct Scene {
   // One tick: move, rebuild, serve every viewer on `pool`. Returns the pass time, µs.
   double tick(ThreadPool& pool) {
     move();
-    w.prepareTick();
+    w.prepareTick(pool.size());
     w.runPass(pool);
     return w.passMicros;
   }
@@ -265,7 +265,7 @@ int main(int argc, char** argv) {
       if (t >= o.warmup) snapUs.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
       continue;
     }
-    w.prepareTick();
+    w.prepareTick(pool.size());
     if (o.mode == "gather") {
       const Snapshot& snap = w.snapshot();
       std::vector<std::vector<uint64_t>> d2s(pool.size(), std::vector<uint64_t>(o.entities + kGatherSlack));

@@ -833,10 +833,17 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
       throw codedError(env, "ERR_SIGHTLINE_TICK_IN_PROGRESS",
                        "tick() was called while the previous tick's pass is still running; await it first");
     requirePositions(env);
-    guarded(env, [&] { world_->prepareTick(); return 0; });
-    // Creating and queueing the work can throw (a worker thread being terminated): the tick then
-    // never started, and neither the running flag nor the in-flight count may stay taken.
-    auto* worker = new PassWorker(env, this, Value(), *world_, pool_, data_);
+    // The work is made first and the tick prepared next, so that running out of memory in either
+    // leaves the world as it was (prepareTick allocates before it changes anything).
+    auto* worker = guarded(env, [&] { return new PassWorker(env, this, Value(), *world_, pool_, data_); });
+    try {
+      guarded(env, [&] { world_->prepareTick(pool_->size()); return 0; });
+    } catch (...) {
+      delete worker;
+      throw;
+    }
+    // Queueing can throw (a worker thread being terminated): neither the running flag nor the
+    // in-flight count may stay taken.
     Napi::Promise p = worker->promise();
     running_ = true;
     data_->begin();
@@ -860,7 +867,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   Napi::Value RebuildSnapshot(const Napi::CallbackInfo& info) {
     requireIdle(info.Env(), "rebuildSnapshot()");
     requirePositions(info.Env());
-    world_->rebuildSnapshot();
+    guarded(info.Env(), [&] { world_->rebuildSnapshot(); return 0; });
     return info.Env().Undefined();
   }
   Napi::Value SnapshotInfo(const Napi::CallbackInfo& info) {

@@ -113,12 +113,11 @@ Grid::Grid(const Config& c) : S(c.subGridDivisions) {
 Snapshot::Snapshot(const Config& c)
     : cellStart(c.cellCount + 1), denseIndex(c.cellCount, -1), config_(&c), packer_(c), grid_(c), cursor_(c.cellCount) {}
 
-void Snapshot::build(const EntityStore& store) {
+void Snapshot::plan(const EntityStore& store) {
   const Config& c = *config_;
   const uint32_t hw = store.highWater();
-  const int32_t *sx = store.x(), *sy = store.y(), *sz = store.z();
+  const int32_t *sx = store.x(), *sy = store.y();
   const uint8_t* alive = store.alive();
-  const uint32_t* odometer = store.odometer();
   const int64_t region = c.regionRaw;
   const int shift = c.cellShift;
   const uint32_t cpa = c.cellsPerAxis;
@@ -126,7 +125,7 @@ void Snapshot::build(const EntityStore& store) {
   if (slotCell_.size() < hw) slotCell_.resize(store.capacity()), slotPacked_.resize(store.capacity());
   std::fill(cursor_.begin(), cursor_.end(), 0u);
 
-  // Pass 1: cell of each live slot, counts per cell.
+  // The cell of each live slot, counts per cell.
   uint32_t outside = 0, n = 0;
   for (uint32_t s = 0; s < hw; ++s) {
     if (!alive[s]) { slotCell_[s] = UINT32_MAX; continue; }
@@ -141,12 +140,35 @@ void Snapshot::build(const EntityStore& store) {
     ++cursor_[cell];
     ++n;
   }
-  count_ = n;
-  outsideRegion_ = outside;
+  planned_ = n, plannedOutside_ = outside, plannedHighWater_ = hw;
+
+  // Room for the entities, and for the dense cells' sub-grids at the finer of the two levels.
   if (ents.size() < n) {
     size_t cap = std::max<size_t>(n, store.capacity());
     ents.resize(cap), packed.resize(cap);
   }
+  uint32_t denseCount = 0, largestDense = 0;
+  for (uint32_t cell = 0; cell < c.cellCount; ++cell) {
+    if (cursor_[cell] < c.denseCellThreshold) continue;
+    ++denseCount;
+    largestDense = std::max(largestDense, cursor_[cell]);
+  }
+  if (denseCount > 0) {
+    const size_t S = std::max(grid_.sub[0].S, grid_.sub[1].S);
+    const size_t blocks = size_t{denseCount} * (S * S + 1);
+    if (subStart.size() < blocks) subStart.resize(blocks);
+    if (dense.size() < denseCount) dense.resize(denseCount);
+    if (tmpEnts_.size() < largestDense) tmpEnts_.resize(largestDense), tmpPacked_.resize(largestDense);
+  }
+}
+
+void Snapshot::fill(const EntityStore& store) {
+  const Config& c = *config_;
+  const uint32_t hw = plannedHighWater_;
+  const int32_t *sx = store.x(), *sy = store.y(), *sz = store.z();
+  const uint32_t* odometer = store.odometer();
+  count_ = planned_;
+  outsideRegion_ = plannedOutside_;
 
   // Prefix sum into cellStart; cursor_ becomes the write position.
   uint32_t acc = 0, maxOcc = 0;
@@ -189,8 +211,7 @@ void Snapshot::build(const EntityStore& store) {
       int subShift = 0;
       for (;;) {
         S = grid_.sub[level].S, SS = S * S, subShift = grid_.sub[level].shift;
-        if (subStart.size() < blocks + SS + 1) subStart.resize(blocks + SS + 1);
-        ss = subStart.data() + blocks;
+        ss = subStart.data() + blocks;  // plan() made room for every dense cell at the finer level
         std::fill(ss, ss + SS + 1, 0u);
         for (uint32_t i = b; i < e; ++i) {
           uint32_t k = uint32_t((ents[i].y & cellMask) >> subShift) * S + uint32_t((ents[i].x & cellMask) >> subShift);
@@ -200,11 +221,9 @@ void Snapshot::build(const EntityStore& store) {
         level = 1;
       }
       denseIndex[cell] = int32_t(dense);
-      if (this->dense.size() <= dense) this->dense.resize(dense + 1);
       this->dense[dense] = Dense{uint32_t(blocks), level};
       blocks += SS + 1;
       uint32_t m = e - b;
-      if (tmpEnts_.size() < m) tmpEnts_.resize(m), tmpPacked_.resize(m);
       ss[0] = b;
       for (uint32_t k = 1; k <= SS; ++k) ss[k] += ss[k - 1];
       // ss[k] is now the start of sub-cell k; scatter through a copy.

@@ -53,7 +53,18 @@ struct Grid {
 class Snapshot {
  public:
   explicit Snapshot(const Config& c);
-  void build(const EntityStore& store);
+  // plan() then fill().
+  void build(const EntityStore& store) {
+    plan(store);
+    fill(store);
+  }
+  // The first half of a build: the cell of each live slot and every array the build needs, sized
+  // from the positions as they are now. It writes only scratch, so the snapshot stays as it was if
+  // an allocation throws (std::bad_alloc).
+  void plan(const EntityStore& store);
+  // The second half, for the positions and lives plan() saw (odometers may have advanced since):
+  // the snapshot itself. Allocates nothing and does not throw.
+  void fill(const EntityStore& store);
 
   uint32_t count() const { return count_; }
   uint32_t outsideRegion() const { return outsideRegion_; }
@@ -94,6 +105,7 @@ class Snapshot {
   uint32_t outsideRegion_ = 0;
   uint32_t denseCells_ = 0;
   uint32_t maxCellOccupancy_ = 0;
+  uint32_t planned_ = 0, plannedOutside_ = 0, plannedHighWater_ = 0;  // from plan(), for fill()
   std::vector<uint32_t> slotCell_;  // scratch: cell of each slot this tick, or UINT32_MAX
   std::vector<uint32_t> cursor_;    // scratch: write cursor per cell / sub-cell
   std::vector<SnapEntity> tmpEnts_;

@@ -220,13 +220,28 @@ const Viewer& World::viewer(uint32_t avatarId) const {
 // The viewers are the world's own (non-const) objects: writable through a non-const world.
 Viewer& World::viewerMutable(uint32_t avatarId) { return const_cast<Viewer&>(viewer(avatarId)); }
 
-void World::prepareTick() {
+void World::prepareTick(unsigned threads) {
+  // Everything the tick allocates comes first, and none of it changes what the world holds: if an
+  // allocation throws (std::bad_alloc), the tick number, the odometers, the snapshot and the
+  // viewers stay as they were. The output block replaced here is the one of the tick two back,
+  // whose result expires as this tick starts.
+  size_t outputBytes = 0;
+  for (auto& vp : viewers_) outputBytes += vp->payloadBytes;
+  std::shared_ptr<OutputBlock>& out = output_[(tick_ + 1) & 1];
+  // A quarter to spare for viewers to come, within the most an output buffer may hold.
+  if (!out || out->size < outputBytes)
+    out = std::make_shared<OutputBlock>(std::max<size_t>(outputBytes, std::min<size_t>(outputBytes + outputBytes / 4 + 64, kMaxOutputBytes)));
+  if (packetIndex_.size() < 3 * viewers_.size()) packetIndex_.resize(3 * viewers_.size() + 3 * viewers_.size() / 4);
+  reserveScratch(threads);
+  snapshot_.plan(store_);
+
+  // The tick itself: nothing from here on allocates or throws.
   auto t0 = std::chrono::steady_clock::now();
   ++tick_;
   store_.advanceOdometer();
   odometerMicros = microsSince(t0);
   auto t1 = std::chrono::steady_clock::now();
-  snapshot_.build(store_);
+  snapshot_.fill(store_);
   snapshotMicros = microsSince(t1);
 
   // Skip checks and the output layout: each viewer owns a fixed slice of payloadBytes.
@@ -249,18 +264,14 @@ void World::prepareTick() {
     v.status = ViewerStatus::Due;
     v.vx = x, v.vy = y;
   }
-  std::shared_ptr<OutputBlock>& out = output_[tick_ & 1];
-  // A quarter to spare for viewers to come, within the most an output buffer may hold.
-  if (!out || out->size < offset) out = std::make_shared<OutputBlock>(std::max<size_t>(offset, std::min<size_t>(offset + offset / 4 + 64, kMaxOutputBytes)));
-  if (packetIndex_.size() < 3 * viewers_.size()) packetIndex_.resize(3 * viewers_.size() + 3 * viewers_.size() / 4);
   outputSize_ = offset;
 }
 
-void World::runPass(ThreadPool& pool) {
-  auto t0 = std::chrono::steady_clock::now();
-  while (scratch_.size() < pool.size()) scratch_.push_back(std::make_unique<Scratch>());
+void World::reserveScratch(unsigned threads) {
+  while (scratch_.size() < threads) scratch_.push_back(std::make_unique<Scratch>());
   for (auto& s : scratch_) {
-    size_t n = snapshot_.count() + kGatherSlack;
+    // Candidates: at most every entity (the snapshot holds at most highWater of them).
+    size_t n = size_t{store_.highWater()} + kGatherSlack;
     if (s->candD2.size() < n) {
       n += n / 4;
       s->candD2.resize(n), s->candIndex.resize(n), s->candIdOdo.resize(n), s->eligible.resize(n), s->buckets.resize(n);
@@ -275,8 +286,13 @@ void World::runPass(ThreadPool& pool) {
       s->stale.resize(config_.ghostTableCapacity + 16);
     }
     s->lookup.reserve(store_.highWater());
-    s->stats = TickStats{};
   }
+}
+
+void World::runPass(ThreadPool& pool) {
+  auto t0 = std::chrono::steady_clock::now();
+  reserveScratch(pool.size());  // done by prepareTick for the same thread count: nothing to allocate
+  for (auto& s : scratch_) s->stats = TickStats{};
   const uint32_t n = static_cast<uint32_t>(viewers_.size());
   pool.parallelFor(n, kViewersPerChunk, [this, n](uint32_t b, uint32_t e, unsigned w) {
     Scratch& s = *scratch_[w];

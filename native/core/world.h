@@ -1,7 +1,7 @@
 // World: one region's entities, snapshot, viewers and the replication pass.
 //
 // A tick is two calls:
-//   prepareTick()  caller's thread: odometer, snapshot, per-viewer skip checks, output layout.
+//   prepareTick(n) caller's thread: odometer, snapshot, per-viewer skip checks, output layout.
 //   runPass(pool)  any thread: the per-viewer pass, in parallel, reading only the snapshot and each
 //                  viewer's own state; it does not allocate, lock (beyond the pool's dispatch) or
 //                  call out. Output bytes are a pure function of (snapshot, viewer states).
@@ -246,10 +246,15 @@ class World {
   Viewer& viewerMutable(uint32_t avatarId);
 
   // Once-per-tick phases: odometer, snapshot, skip checks, output layout. Caller's thread.
-  void prepareTick();
+  // `threads`: the size of the pool runPass will use. Everything the tick allocates (output
+  // buffer, snapshot arrays, per-thread scratch) is allocated before the tick starts, so a
+  // std::bad_alloc leaves the world as it was, and runPass allocates nothing.
+  void prepareTick(unsigned threads);
   // Rebuilds the snapshot without advancing the tick or the odometer (tools and tests).
   void rebuildSnapshot() { snapshot_.build(store_); }
   void runPass(ThreadPool& pool);
+  // Grows each pool thread's scratch to what a pass over the current entities needs.
+  void reserveScratch(unsigned threads);
   // The smallest chunk of viewers the pool hands out (chunks are guided, larger while many viewers
   // remain: thread_pool.h): small enough to balance crowded viewers at the end of a pass. A pass
   // over no more viewers than this runs on the calling thread alone.

@@ -28,8 +28,15 @@ using namespace sightline;
 
 // Every allocation through operator new is counted, to check that warm ticks allocate nothing.
 static std::atomic<uint64_t> allocations{0};
+// While >= 0, the number of allocations through operator new before the next one throws
+// std::bad_alloc (once; then it goes back to -1).
+static std::atomic<int64_t> allocationsBeforeFailure{-1};
 static void* counted(std::size_t n, std::size_t align) {
   allocations.fetch_add(1, std::memory_order_relaxed);
+  if (allocationsBeforeFailure.load(std::memory_order_relaxed) >= 0 && allocationsBeforeFailure.fetch_sub(1) == 0) {
+    allocationsBeforeFailure.store(-1);
+    throw std::bad_alloc();
+  }
   void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align)
                                              : std::malloc(n ? n : 1);
   if (!p) throw std::bad_alloc();
@@ -156,7 +163,7 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
               "emit threw %s", e.code().c_str());
       }
     }
-    w.prepareTick();
+    w.prepareTick(pool.size());
     countFinerCells(w.snapshot());
     w.runPass(pool);
     for (size_t i = 0; i < w.viewerCount(); ++i) {
@@ -220,7 +227,7 @@ void warmTicksDoNotAllocate(unsigned threads) {
   auto tick = [&](uint32_t t) {
     int32_t* xs = w.entities().x();
     for (uint32_t s = 0; s < 4000; ++s) xs[s] += int32_t(rng() % 201) - 100;
-    w.prepareTick();
+    w.prepareTick(pool.size());
     w.runPass(pool);
     for (uint32_t s = 0; s < 600; s += 3) {
       uint32_t id = w.entities().idOfSlot(s);
@@ -464,7 +471,7 @@ void snapshotPackingAgrees() {
     for (int vec = 0; vec < 2; ++vec) {
       if (vec == 1 && !cpuHasAvx512()) break;
       setSimd(vec == 1);
-      w.prepareTick();
+      w.prepareTick(1);
       const Snapshot& snap = w.snapshot();
       const int32_t* zs = w.entities().z();
       for (uint32_t i = 0; i < snap.count(); ++i) {
@@ -527,7 +534,7 @@ void gatherKernelsAgree() {
       int32_t y = kind == 0 ? uni(0, c.cellRaw) : kind == 1 ? 7000 : uni(0, c.regionRaw);
       ids.push_back(w.entities().spawn(x, y, 0));
     }
-    w.prepareTick();
+    w.prepareTick(1);
     const Snapshot& snap = w.snapshot();
     countFinerCells(snap);
     std::vector<uint64_t> d2a(count + kGatherSlack), d2b(count + kGatherSlack);
@@ -716,8 +723,86 @@ void threadPoolRunsEachIndexOnce() {
               (unsigned long long)loops, (unsigned long long)chunksAt8192);
 }
 
+// A tick whose allocation fails (std::bad_alloc, at the first allocation, then the second, ...:
+// what earlier tries allocated stays, so each try fails further on) changes nothing: the tick number, the odometers, the snapshot and the output stay, and the world
+// then ticks byte for byte as a twin that never failed.
+void failedPrepareChangesNothing() {
+  ConfigInput in;
+  in.eventReserveBytes = 32;
+  Config c = buildConfig(in);
+  World a(c, 20000), b(c, 20000);
+  ThreadPool pool(2);
+  std::mt19937 rng(11);
+  auto spawnBoth = [&](uint32_t k, int32_t spread) {
+    for (uint32_t i = 0; i < k; ++i) {
+      int32_t x = int32_t(2048 * 1024 + rng() % uint32_t(spread)), y = int32_t(2048 * 1024 + rng() % uint32_t(spread));
+      uint32_t ia = a.entities().spawn(x, y, 0), ib = b.entities().spawn(x, y, 0);
+      CHECK(ia == ib, "twins issued different ids");
+    }
+  };
+  auto viewBoth = [&](uint32_t from, uint32_t to) {
+    for (uint32_t s = from; s < to; ++s) {
+      ViewerOptions o{0, 1, s % 2 == 0};
+      a.addViewer(a.entities().idOfSlot(s), o), b.addViewer(b.entities().idOfSlot(s), o);
+    }
+  };
+  auto moveBoth = [&] {
+    for (uint32_t s = 0; s < a.entities().highWater(); ++s) {
+      int32_t d = int32_t(rng() % 201) - 100;
+      a.entities().x()[s] += d, b.entities().x()[s] += d;
+    }
+  };
+  auto packets = [](World& w) {
+    std::vector<uint8_t> all;
+    for (size_t i = 0; i < w.viewerCount(); ++i) {
+      const Viewer& v = w.viewerAt(i);
+      all.insert(all.end(), w.output() + v.outOffset, w.output() + v.outOffset + v.outLength);
+    }
+    return all;
+  };
+  spawnBoth(2000, 256 * 1024);
+  viewBoth(0, 300);
+  for (int t = 0; t < 5; ++t) {
+    moveBoth();
+    a.prepareTick(2), a.runPass(pool), b.prepareTick(2), b.runPass(pool);
+  }
+  // More entities (a crowd: dense cells, larger scratch) and viewers (a larger output buffer).
+  spawnBoth(12000, 64 * 1024);
+  viewBoth(300, 1500);
+  moveBoth();
+  const uint32_t tickBefore = a.tick(), countBefore = a.snapshot().count();
+  const std::vector<uint8_t> outputBefore = packets(a);
+  std::vector<uint32_t> odometerBefore(a.entities().odometer(), a.entities().odometer() + a.entities().highWater());
+  uint32_t failed = 0;
+  for (int64_t k = 0;; ++k) {
+    allocationsBeforeFailure.store(k);
+    try {
+      a.prepareTick(2);
+      allocationsBeforeFailure.store(-1);
+      break;
+    } catch (const std::bad_alloc&) {
+      ++failed;
+      CHECK(a.tick() == tickBefore && a.snapshot().count() == countBefore && packets(a) == outputBefore &&
+                std::equal(odometerBefore.begin(), odometerBefore.end(), a.entities().odometer()),
+            "allocation %lld of prepareTick failed and the world changed", (long long)k);
+    }
+  }
+  CHECK(failed >= 4, "only %u of prepareTick's allocations could be failed", failed);
+  a.runPass(pool);
+  b.prepareTick(2), b.runPass(pool);
+  bool same = packets(a) == packets(b) && a.tick() == b.tick();
+  for (int t = 0; t < 10; ++t) {
+    moveBoth();
+    a.prepareTick(2), a.runPass(pool), b.prepareTick(2), b.runPass(pool);
+    same = same && packets(a) == packets(b);
+  }
+  CHECK(same, "after failed allocations the world's packets differ from its twin's");
+  std::printf("failed allocations: prepareTick failed %u times, at successive allocations, and left the world as it was each time; then 11 ticks equal a twin's\n", failed);
+}
+
 int main() {
   threadPoolRunsEachIndexOnce();
+  failedPrepareChangesNothing();
   blockArenaKeepsBlocksApart();
   selectionMatchesASort();
   chooseWithRoomMatchesTheWalk();
