@@ -277,9 +277,10 @@ export function formatHerdReport(r: HerdReport): string {
     rows.push(['event-loop delay p50 / p99 / max', `${ms(e.p50)} / ${ms(e.p99)} / ${ms(e.max)}`]);
   }
   if (r.network) rows.push('rule', ...networkRows(r.network));
-  const clients = r.network ? ` + ${fmt(r.network.clients)} UDP clients` : '';
+  const count = (n: number, one: string, many: string) => `${fmt(n)} ${n === 1 ? one : many}`;
+  const clients = r.network ? ` + ${count(r.network.clients, 'UDP client', 'UDP clients')}` : '';
   const head =
-    `sightline herd: ${r.scenario}, ${fmt(r.entities)} entities, ${fmt(r.viewers)} viewers${clients}, ` +
+    `sightline herd: ${r.scenario}, ${count(r.entities, 'entity', 'entities')}, ${count(r.viewers, 'viewer', 'viewers')}${clients}, ` +
     `${r.threads} thread${r.threads === 1 ? '' : 's'}, seed ${r.seed}, ${r.seconds} s at ${r.config.tickHz} Hz, overrun ${r.overrun}` +
     `\nregion ${r.config.regionSize} m, view radius ${r.config.viewRadius} m, cell ${r.config.cellSize} m, ` +
     `${r.config.payloadBytes}-byte packets (${slotsText(r.config)}), walk cap ${r.config.walkCap}, ghost cap ${r.config.ghostCap}; set-up ${fmt(r.setupMs)} ms`;

@@ -12,6 +12,11 @@
  * - `ERR_SIGHTLINE_CONFIG_*`: `WorldConfig.build` (the same codes the native engine raises
  *   for the same input; see lib/config.ts).
  * - `ERR_SIGHTLINE_PACKET_*`: `decodePacket` / `decodePacketRaw` (see lib/decode.ts).
+ *
+ * The native engine raises the codes each `World` method documents, and three more:
+ * `ERR_SIGHTLINE_OUT_OF_MEMORY` (an allocation failed; the call changed nothing),
+ * `ERR_SIGHTLINE_THREADS_UNAVAILABLE` (`new World` could not start its pass threads) and
+ * `ERR_SIGHTLINE_INTERNAL` (a pass failed otherwise: a defect).
  */
 export class SightlineError extends Error {
   /** Stable error code, `ERR_SIGHTLINE_…`. */

@@ -41,7 +41,11 @@ export interface Vec3 {
   z: number;
 }
 
-/** A position given to spawn or setPosition, in meters: z may be left out and is then 0. */
+/**
+ * A position given to spawn or setPosition, in meters: z may be left out and is then 0. Other keys
+ * are not read, so a game object that has x, y and z may be passed as it is; a misspelt key (`Z`)
+ * is therefore no error at run time, though TypeScript flags it in an object literal.
+ */
 export interface PositionInput {
   x: number;
   y: number;
@@ -652,7 +656,9 @@ export class World {
    * pass on the thread pool while the event loop stays free. Positions may be written for the
    * next tick as soon as this returns.
    * @throws synchronously, not as a rejection: ERR_SIGHTLINE_TICK_IN_PROGRESS (the previous tick
-   *   has not ended), ERR_SIGHTLINE_WORLD_CLOSED.
+   *   has not ended), ERR_SIGHTLINE_WORLD_CLOSED, ERR_SIGHTLINE_OUT_OF_MEMORY (the tick's buffers
+   *   could not grow; the world is unchanged: the tick number, odometers and snapshot stay).
+   *   The promise rejects only with ERR_SIGHTLINE_INTERNAL (a defect).
    */
   tick(): Promise<TickResult> {
     let p: Promise<Float64Array>;
