@@ -591,7 +591,8 @@ for (const name of SECTIONS) {
 
 const cpus = os.cpus();
 const commit = git(['rev-parse', '--short', 'HEAD']);
-const dirty = git(['status', '--porcelain']) !== '';
+// Changes to the files this script writes (bench/RESULTS.md, bench/out/) do not count: only the code's.
+const dirty = git(['status', '--porcelain', '--', '.', ':!bench/RESULTS.md', ':!bench/out']) !== '';
 const command =
   process.env.npm_lifecycle_event === 'bench'
     ? `npm run bench${process.argv.length > 2 ? ' -- ' + process.argv.slice(2).join(' ') : ''}`
