@@ -884,9 +884,11 @@ export function formatQualityReport(r: QualityReport): string {
   const section = (title: string): void => {
     rows.push([title, ...names.map(() => ''), '']);
   };
-  const perBand = (fmtBand: (b: QualityBandReport) => string, refs?: readonly number[], overall = true): void => {
-    r.bands.forEach((band, i) => rows.push([`  ${band.label}`, ...r.strategies.map((s) => fmtBand(s.bands[i])), refs ? num(refs[i], 2) : '']));
-    if (overall) rows.push(['  all', ...r.strategies.map((s) => fmtBand(s.overall)), '']);
+  // A band with nothing to measure (no entity held there, or none in range) shows a dash, not 0.
+  const perBand = (fmtBand: (b: QualityBandReport) => string, refs?: readonly number[], overall = true, ofHeld = true): void => {
+    const cell = (b: QualityBandReport): string => ((ofHeld ? b.held : b.observations) === 0 ? '–' : fmtBand(b));
+    r.bands.forEach((band, i) => rows.push([`  ${band.label}`, ...r.strategies.map((s) => cell(s.bands[i])), refs ? num(refs[i], 2) : '']));
+    if (overall) rows.push(['  all', ...r.strategies.map((s) => cell(s.overall)), '']);
   };
   section('angular error, mean (mrad)');
   perBand((b) => num(b.meanAngularErrorMrad, 2), ref);
@@ -897,7 +899,7 @@ export function formatQualityReport(r: QualityReport): string {
   section('staleness, mean / p99 (ticks)');
   perBand((b) => `${num(b.meanStalenessTicks, 1)} / ${num(b.p99StalenessTicks, 0)}`);
   section('in range, not held by the client (%)');
-  perBand((b) => num(b.notHeldShare * 100, 1));
+  perBand((b) => num(b.notHeldShare * 100, 1), undefined, true, false);
   rows.push('rule');
   rows.push([
     'in range, never updated (pairs)',

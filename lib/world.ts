@@ -553,7 +553,9 @@ export class World {
    *   ERR_SIGHTLINE_UNKNOWN_OPTION (a key that is not a {@link ViewerOptions} field),
    *   ERR_SIGHTLINE_INVALID_VIEWER_OPTION (payloadBytes or sendPeriod out of range),
    *   ERR_SIGHTLINE_VIEWER_EXISTS, ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_OUTPUT_FULL (the
-   *   viewers' payloadBytes together would pass 4 GiB − 64 KiB, the most one output buffer holds).
+   *   viewers' payloadBytes together would pass 4 GiB − 64 KiB, the most one output buffer holds),
+   *   ERR_SIGHTLINE_OUT_OF_MEMORY (the viewer's tables could not be allocated; during a tick they
+   *   are allocated by this call, so applying the add when the tick ends cannot fail).
    */
   addViewer(avatar: EntityId, options?: ViewerOptions | null): void {
     this.#requireOpen();

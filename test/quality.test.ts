@@ -89,6 +89,20 @@ describe('runQuality', () => {
     expect(text).toContain(UMWELT_REFERENCE.source);
   });
 
+  it('shows a dash, not 0, for a band with nothing held or nothing in range', () => {
+    const empty = { ...report.strategies[0].bands[0], observations: 0, held: 0 };
+    const strategies = report.strategies.map((s) => ({ ...s, bands: [empty, ...s.bands.slice(1)] }));
+    // The cells of the first band's rows (its label, 0–32 m, has a dash of its own).
+    const label = QUALITY_BANDS[0].label;
+    const cells = (text: string) =>
+      text.split('\n').filter((l) => l.trimStart().startsWith(label)).map((l) => l.trimStart().slice(label.length));
+    const emptyRows = cells(formatQualityReport({ ...report, strategies }));
+    expect(emptyRows.length).toBe(5);  // one row per section
+    for (const row of emptyRows) expect(row).toMatch(/^\s+–\s+–\s+–/);
+    // The same report with the band measured prints numbers there.
+    for (const row of cells(formatQualityReport(report))) expect(row).not.toContain('–');
+  });
+
   it('rejects invalid options', async () => {
     await expect(runQuality({ entities: 10, viewers: 11 })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });
     await expect(runQuality({ strategy: 'best' as never })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -482,17 +483,14 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   // through Node-API costs tens of microseconds here (the pass has just taken both cores' caches),
   // so the package reads these numbers and builds the objects in JavaScript. The buffer and the
   // index come from outputViews() when the metadata's `views` generation says they changed.
-  Napi::Value finishTick(Napi::Env env) {
-    running_ = false;
-    World& w = *world_;
-    unsigned which = w.tick() & 1;
-    const std::shared_ptr<OutputBlock>& out = w.outputBuffer(which);
+  // The JavaScript objects the next tick's result needs, made before the tick starts (Tick), so
+  // that finishing it allocates nothing: the view of the output buffer `out` (re-created only when
+  // the block changed; in the fallback, a V8 buffer the packets are copied into, also when the one
+  // made before was detached: it is the caller's now), the packet index for `viewers` and the
+  // metadata array.
+  void prepareSlot(Napi::Env env, unsigned which, const std::shared_ptr<OutputBlock>& out, size_t viewers) {
     Slot& slot = out_[which];
-    size_t size = w.outputSize();
-    // The JavaScript view of this tick's output buffer; re-created only when the block changed.
-    // In the fallback (a V8 buffer the packets are copied into), also when the one made before was
-    // detached (moved to another owner): it is the caller's now.
-    if (slot.buffer.IsEmpty() || slot.data != out->data.get() || slot.size < size ||
+    if (slot.buffer.IsEmpty() || slot.data != out->data.get() || slot.size < out->size ||
         (slot.copy && slot.buffer.Value().IsDetached())) {
       Napi::Value ab;
       if (external_) ab = externalBuffer(env, out->data.get(), out->size, out);
@@ -508,15 +506,32 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
       slot.size = out->size;
       ++slot.views;
     }
-    if (slot.copy) std::memcpy(slot.buffer.Value().Data(), out->data.get(), size);
-
-    size_t nv = w.viewerCount();
-    if (slot.index.IsEmpty() || slot.indexCap < nv * 3) {
-      slot.indexCap = nv * 3 + 64;
+    if (slot.index.IsEmpty() || slot.indexCap < viewers * 3) {
+      slot.indexCap = viewers * 3 + 64;
       slot.index = Napi::Persistent(Napi::Uint32Array::New(env, slot.indexCap));
       slot.indexData = slot.index.Value().Data();
       ++slot.views;
     }
+    if (slot.meta.IsEmpty()) {
+      slot.meta = Napi::Persistent(Napi::Float64Array::New(env, std::size(kTickMetaFields)));
+      slot.metaData = slot.meta.Value().Data();
+    }
+  }
+
+  // The tick's metadata, with its packets listed in the slot prepared for it; then the viewer
+  // changes queued during the pass. Allocates nothing.
+  Napi::Value finishTick(Napi::Env env) {
+    running_ = false;
+    World& w = *world_;
+    unsigned which = w.tick() & 1;
+    const std::shared_ptr<OutputBlock>& out = w.outputBuffer(which);
+    Slot& slot = out_[which];
+    const size_t size = w.outputSize(), nv = w.viewerCount();
+    if (slot.data != out->data.get() || slot.size < size || slot.indexCap < nv * 3 || slot.meta.IsEmpty()) {
+      applyPending(env);  // unreachable: Tick prepared the slot for this block and these viewers
+      throw std::logic_error("the output slot was not prepared for this tick");
+    }
+    if (slot.copy) std::memcpy(slot.buffer.Value().Data(), out->data.get(), size);
     uint32_t* ix = slot.indexData;
     uint32_t count = 0;
     const uint32_t* all = w.packetIndex();
@@ -543,10 +558,6 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
         double(snap.outsideRegion()), double(snap.denseCells()), w.odometerMicros, w.snapshotMicros, w.passMicros,
     };
     static_assert(std::size(meta) == std::size(kTickMetaFields), "one value per field of kTickMetaFields");
-    if (slot.meta.IsEmpty()) {
-      slot.meta = Napi::Persistent(Napi::Float64Array::New(env, std::size(meta)));
-      slot.metaData = slot.meta.Value().Data();
-    }
     std::memcpy(slot.metaData, meta, sizeof(meta));
     applyPending(env);
     return slot.meta.Value();
@@ -589,19 +600,23 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     ViewerOptions opts;
     uint16_t ack;
     uint32_t ackBits;
+    std::unique_ptr<Viewer> viewer;  // Add: the viewer, built when asked for
   };
 
+  // Applies the changes queued during the pass, in order. None allocates: an add's viewer and room
+  // were made when it was asked for, a removal frees, an acknowledgement updates the viewer's own
+  // tables. So none fails, and an add whose avatar was despawned meanwhile is applied all the same
+  // (the next tick skips it).
   void applyPending(Napi::Env env) {
     std::vector<PendingOp> ops;
     ops.swap(pending_);
-    for (const PendingOp& op : ops) {
+    for (PendingOp& op : ops) {
       try {
-        if (op.kind == PendingOp::Add) world_->addViewer(op.id, op.opts, /*avatarChecked=*/true);
+        if (op.kind == PendingOp::Add) world_->adoptViewer(std::move(op.viewer));
         else if (op.kind == PendingOp::Remove) world_->removeViewer(op.id);
         else if (world_->hasViewer(op.id)) world_->acknowledge(op.id, op.ack, op.ackBits);
-      } catch (const CoreError&) {
-        // Unreachable: each change was validated in full when asked for, and an add whose avatar
-        // was despawned meanwhile is applied all the same (the next tick skips it). Nothing to undo.
+      } catch (const std::exception&) {
+        // Unreachable (each change was validated in full when asked for); the others still apply.
       }
     }
   }
@@ -683,7 +698,16 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
       throw codedError(env, "ERR_SIGHTLINE_VIEWER_EXISTS",
                        "entity " + std::to_string(id) + " is already a viewer (one viewer per avatar)");
     guarded(env, [&] { World::checkOutputRoom(pendingOutputBytes() + opts.payloadBytes); return 0; });
-    pending_.push_back(PendingOp{PendingOp::Add, id, opts, 0, 0});
+    // Everything the add allocates is allocated now (the viewer and room in the world's lists), so
+    // that applying it when the pass ends cannot fail; out of memory here refuses the add.
+    guarded(env, [&] {
+      std::unique_ptr<Viewer> v = world_->makeViewer(id, opts, /*avatarChecked=*/true, /*outputChecked=*/true);
+      uint32_t adds = 1;
+      for (const PendingOp& op : pending_) adds += op.kind == PendingOp::Add;
+      world_->reserveViewerAdds(adds);
+      pending_.push_back(PendingOp{PendingOp::Add, id, opts, 0, 0, std::move(v)});
+      return 0;
+    });
     return env.Undefined();
   }
   // The viewers' payload bytes together once the changes queued during this pass are applied.
@@ -712,7 +736,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     }
     if (!effectiveHasViewer(id))
       throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(id) + " is not a viewer");
-    pending_.push_back(PendingOp{PendingOp::Remove, id, {}, 0, 0});
+    guarded(env, [&] { pending_.push_back(PendingOp{PendingOp::Remove, id, {}, 0, 0, nullptr}); return 0; });
     return env.Undefined();
   }
   // acknowledge(viewer, ack u16, ackBits u32): during a pass it is applied when the pass ends.
@@ -743,7 +767,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
                        "ack " + std::to_string(uint32_t(ack)) + " names a packet viewer " + std::to_string(id) +
                            " was never sent (none sent yet)");
     guarded(env, [&] { world_->checkAckDuringPass(id, uint16_t(ack)); return 0; });
-    pending_.push_back(PendingOp{PendingOp::Ack, id, {}, uint16_t(ack), uint32_t(bits)});
+    guarded(env, [&] { pending_.push_back(PendingOp{PendingOp::Ack, id, {}, uint16_t(ack), uint32_t(bits), nullptr}); return 0; });
     return env.Undefined();
   }
   // emit(viewer, Uint8Array): queues a reliable event (not during a pass: the TypeScript layer defers).
@@ -833,15 +857,22 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
       throw codedError(env, "ERR_SIGHTLINE_TICK_IN_PROGRESS",
                        "tick() was called while the previous tick's pass is still running; await it first");
     requirePositions(env);
-    // The work is made first and the tick prepared next, so that running out of memory in either
-    // leaves the world as it was (prepareTick allocates before it changes anything).
+    // Everything the tick allocates comes first: the work, the engine's buffers (reserveTick) and
+    // the JavaScript objects of its result (prepareSlot). Running out of memory in any of them
+    // leaves the world as it was; startTick then starts the tick and cannot fail.
     auto* worker = guarded(env, [&] { return new PassWorker(env, this, Value(), *world_, pool_, data_); });
     try {
-      guarded(env, [&] { world_->prepareTick(pool_->size()); return 0; });
+      guarded(env, [&] { world_->reserveTick(pool_->size()); return 0; });
+      try {
+        prepareSlot(env, (world_->tick() + 1) & 1, world_->nextOutputBuffer(), world_->viewerCount());
+      } catch (const Napi::Error& e) {
+        throw codedError(env, "ERR_SIGHTLINE_OUT_OF_MEMORY", std::string("sightline could not allocate memory: ") + e.Message());
+      }
     } catch (...) {
       delete worker;
       throw;
     }
+    world_->startTick();
     // Queueing can throw (a worker thread being terminated): neither the running flag nor the
     // in-flight count may stay taken.
     Napi::Promise p = worker->promise();
@@ -964,8 +995,13 @@ void PassWorker::OnOK() {
   Napi::Env env = Env();
   try {
     deferred_.Resolve(owner_->finishTick(env));
-  } catch (const Napi::Error&) {
-  } catch (const std::exception&) {
+  } catch (const std::exception& e) {
+    // finishTick allocates nothing, so this is a defect, or the environment going away (then the
+    // rejection below throws as well, and the tick is dropped).
+    try {
+      deferred_.Reject(codedError(env, "ERR_SIGHTLINE_INTERNAL", std::string("the tick could not finish: ") + e.what()).Value());
+    } catch (const std::exception&) {
+    }
   }
 }
 

@@ -33,6 +33,13 @@ void World::addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked)
   if (viewerIndex_.count(avatarId))
     throw CoreError("ERR_SIGHTLINE_VIEWER_EXISTS",
                     "entity " + std::to_string(avatarId) + " is already a viewer (one viewer per avatar)");
+  std::unique_ptr<Viewer> v = makeViewer(avatarId, opts, /*avatarChecked=*/true);
+  reserveViewerAdds(1);
+  adoptViewer(std::move(v));
+}
+
+std::unique_ptr<Viewer> World::makeViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked, bool outputChecked) {
+  if (!avatarChecked) store_.checkedSlot(avatarId);
   uint32_t payload = opts.payloadBytes == 0 ? config_.payloadBytes : opts.payloadBytes;
   if (payload < kHeaderBytes + config_.eventReserveBytes + kRecordBytes || payload > kMaxPayloadBytes)
     throw CoreError("ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
@@ -41,17 +48,32 @@ void World::addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked)
   if (opts.sendPeriod < 1 || opts.sendPeriod > 65535)
     throw CoreError("ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
                     "sendPeriod must be between 1 and 65535 ticks, received " + std::to_string(opts.sendPeriod));
-  checkOutputRoom(outputBytes_ + payload);
-  uint32_t phase = phaseCounter_++ % opts.sendPeriod;
-  viewers_.push_back(std::make_unique<Viewer>(avatarId, payload, opts.sendPeriod, phase, config_.ghostTableCapacity,
-                                               recordGhostPositions_, opts.acks, config_.eventReserveBytes,
-                                               &ghostArena_));
-  viewerIndex_[avatarId] = viewers_.back().get();
+  if (!outputChecked) checkOutputRoom(outputBytes_ + payload);
+  return std::make_unique<Viewer>(avatarId, payload, opts.sendPeriod, 0, config_.ghostTableCapacity, recordGhostPositions_,
+                                  opts.acks, config_.eventReserveBytes, &ghostArena_);
+}
+
+void World::reserveViewerAdds(uint32_t k) {
+  const size_t want = viewers_.size() + k;
+  if (viewers_.capacity() < want) viewers_.reserve(std::max(want, 2 * viewers_.capacity()));
+  viewerIndex_.reserve(want);
+  while (spareIndexNodes_.size() < k) spareIndexNodes_.emplace(spareKey_++, nullptr);
+}
+
+void World::adoptViewer(std::unique_ptr<Viewer> v) noexcept {
+  // Room was reserved: push_back within capacity and a node handle inserted without a rehash
+  // allocate nothing.
+  auto node = spareIndexNodes_.extract(spareIndexNodes_.begin());
+  node.key() = v->avatarId;
+  node.mapped() = v.get();
+  viewerIndex_.insert(std::move(node));
+  v->phase = phaseCounter_++ % v->sendPeriod;
   // Sequences start at the tick number (mod 2^16): a viewer sends at most one packet a tick, so a
   // viewer removed and added again never repeats a sequence of its earlier session (within 65,536
   // ticks), and an acknowledgement from that session still in flight is refused as never sent.
-  viewers_.back()->sequence = uint16_t(tick_);
-  outputBytes_ += payload;
+  v->sequence = uint16_t(tick_);
+  outputBytes_ += v->payloadBytes;
+  viewers_.push_back(std::move(v));
 }
 
 void World::checkOutputRoom(uint64_t total) {
@@ -220,7 +242,7 @@ const Viewer& World::viewer(uint32_t avatarId) const {
 // The viewers are the world's own (non-const) objects: writable through a non-const world.
 Viewer& World::viewerMutable(uint32_t avatarId) { return const_cast<Viewer&>(viewer(avatarId)); }
 
-void World::prepareTick(unsigned threads) {
+void World::reserveTick(unsigned threads) {
   // Everything the tick allocates comes first, and none of it changes what the world holds: if an
   // allocation throws (std::bad_alloc), the tick number, the odometers, the snapshot and the
   // viewers stay as they were. The output block replaced here is the one of the tick two back,
@@ -234,8 +256,9 @@ void World::prepareTick(unsigned threads) {
   if (packetIndex_.size() < 3 * viewers_.size()) packetIndex_.resize(3 * viewers_.size() + 3 * viewers_.size() / 4);
   reserveScratch(threads);
   snapshot_.plan(store_);
+}
 
-  // The tick itself: nothing from here on allocates or throws.
+void World::startTick() noexcept {
   auto t0 = std::chrono::steady_clock::now();
   ++tick_;
   store_.advanceOdometer();

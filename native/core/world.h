@@ -211,7 +211,18 @@ class World {
   // checkOutputRoom). avatarChecked: the avatar was
   // found live when the caller asked (an add deferred past a pass whose avatar has been despawned
   // since: the viewer is added all the same and skipped, as if added before the despawn).
+  // Strong guarantee: a throw (std::bad_alloc included) leaves the world as it was.
   void addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked = false);
+  // addViewer in three steps, for an add asked for while a pass runs and applied after it:
+  // makeViewer checks the options and builds the viewer (its ghost table, acknowledgement log and
+  // event queue: everything it allocates), not yet in the world; reserveViewerAdds(k) makes room
+  // for k more viewers in the world's lists; adoptViewer puts one in, and neither allocates nor
+  // throws when room was reserved. Does not check that the avatar is not a viewer already.
+  // outputChecked: the caller checked the output room itself (against the changes it queued).
+  std::unique_ptr<Viewer> makeViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked = false,
+                                     bool outputChecked = false);
+  void reserveViewerAdds(uint32_t k);
+  void adoptViewer(std::unique_ptr<Viewer> v) noexcept;
   // Throws ERR_SIGHTLINE_UNKNOWN_VIEWER.
   void removeViewer(uint32_t avatarId);
   // The viewers' payload bytes together: one output buffer's size.
@@ -246,10 +257,19 @@ class World {
   Viewer& viewerMutable(uint32_t avatarId);
 
   // Once-per-tick phases: odometer, snapshot, skip checks, output layout. Caller's thread.
-  // `threads`: the size of the pool runPass will use. Everything the tick allocates (output
-  // buffer, snapshot arrays, per-thread scratch) is allocated before the tick starts, so a
-  // std::bad_alloc leaves the world as it was, and runPass allocates nothing.
-  void prepareTick(unsigned threads);
+  // `threads`: the size of the pool runPass will use. Two steps: reserveTick allocates everything
+  // the tick needs (output buffer, snapshot arrays, per-thread scratch) and changes nothing else,
+  // so a std::bad_alloc leaves the world as it was; startTick then starts the tick, allocates
+  // nothing and does not throw (positions must not change between the two). runPass allocates
+  // nothing either.
+  void prepareTick(unsigned threads) {
+    reserveTick(threads);
+    startTick();
+  }
+  void reserveTick(unsigned threads);
+  void startTick() noexcept;
+  // The output buffer the next tick (tick() + 1) writes, once reserveTick has made it.
+  const std::shared_ptr<OutputBlock>& nextOutputBuffer() const { return output_[(tick_ + 1) & 1]; }
   // Rebuilds the snapshot without advancing the tick or the odometer (tools and tests).
   void rebuildSnapshot() { snapshot_.build(store_); }
   void runPass(ThreadPool& pool);
@@ -311,6 +331,9 @@ class World {
   BlockArena ghostArena_;  // the viewers' ghost tables (declared before them: it outlives them)
   std::vector<std::unique_ptr<Viewer>> viewers_;
   std::unordered_map<uint32_t, Viewer*> viewerIndex_;  // avatar id -> its viewer (in viewers_)
+  // Nodes made ahead for viewerIndex_ (reserveViewerAdds): adoptViewer moves one in, unallocated.
+  std::unordered_map<uint32_t, Viewer*> spareIndexNodes_;
+  uint32_t spareKey_ = 0;
   bool recordGhostPositions_;
   uint32_t phaseCounter_ = 0;
   uint32_t tick_ = 0;

@@ -800,9 +800,55 @@ void failedPrepareChangesNothing() {
   std::printf("failed allocations: prepareTick failed %u times, at successive allocations, and left the world as it was each time; then 11 ticks equal a twin's\n", failed);
 }
 
+// addViewer whose allocations fail in turn changes nothing; an add built ahead (makeViewer,
+// reserveViewerAdds, as for an add asked for during a pass) is adopted without allocating.
+void failedAddViewerChangesNothing() {
+  ConfigInput in;
+  in.eventReserveBytes = 32;
+  Config c = buildConfig(in);
+  World w(c, 4096);
+  for (int i = 0; i < 3000; ++i) w.entities().spawn(int32_t(100 * 1024 + i * 50), int32_t(100 * 1024), 0);
+  uint32_t failed = 0, next = 0;
+  for (uint32_t round = 0; round < 40; ++round) {
+    const uint32_t id = w.entities().idOfSlot(next++);
+    const size_t viewers = w.viewerCount();
+    const uint64_t bytes = w.outputBytes();
+    for (int64_t k = 0;; ++k) {
+      allocationsBeforeFailure.store(k);
+      try {
+        w.addViewer(id, ViewerOptions{0, 1, round % 2 == 0});
+        allocationsBeforeFailure.store(-1);
+        break;
+      } catch (const std::bad_alloc&) {
+        ++failed;
+        CHECK(w.viewerCount() == viewers && !w.hasViewer(id) && w.outputBytes() == bytes,
+              "addViewer: allocation %lld failed and the viewers changed", (long long)k);
+      }
+    }
+    CHECK(w.viewerCount() == viewers + 1 && w.hasViewer(id), "addViewer did not add after its failures");
+  }
+  std::vector<std::unique_ptr<Viewer>> built;
+  for (uint32_t i = 0; i < 200; ++i) built.push_back(w.makeViewer(w.entities().idOfSlot(next++), ViewerOptions{0, 1, i % 3 == 0}));
+  w.reserveViewerAdds(uint32_t(built.size()));
+  const uint64_t before = allocations.load();
+  for (auto& v : built) w.adoptViewer(std::move(v));
+  const uint64_t during = allocations.load() - before;
+  CHECK(during == 0, "adopting 200 viewers built ahead allocated %llu times", (unsigned long long)during);
+  CHECK(w.viewerCount() == 240 && w.hasViewer(w.entities().idOfSlot(next - 1)), "adopted viewers missing");
+  ThreadPool pool(2);
+  w.prepareTick(pool.size());
+  w.runPass(pool);
+  uint32_t served = 0;
+  for (size_t i = 0; i < w.viewerCount(); ++i) served += w.viewerAt(i).outLength > 0;
+  CHECK(served == 240, "%u of 240 viewers served", served);
+  std::printf("failed allocations: addViewer failed %u times in 40 adds and changed nothing; 200 viewers built ahead adopted with %llu allocations\n",
+              failed, (unsigned long long)during);
+}
+
 int main() {
   threadPoolRunsEachIndexOnce();
   failedPrepareChangesNothing();
+  failedAddViewerChangesNothing();
   blockArenaKeepsBlocksApart();
   selectionMatchesASort();
   chooseWithRoomMatchesTheWalk();
