@@ -156,7 +156,8 @@ export type EventRecipients =
   | { near: { x: number; y: number }; radius: number; viewer?: never; holders?: never };
 
 // A target checkTarget accepted: one form, its other fields absent.
-type CheckedTarget = { viewer: EntityId } | { holders: EntityId } | { near: { x: number; y: number }; radius: number };
+type NearTarget = { near: { x: number; y: number }; radius: number };
+type CheckedTarget = { viewer: EntityId } | { holders: EntityId } | NearTarget;
 
 const MAX_ID = 0xffffffff;
 
@@ -364,8 +365,9 @@ export class World {
   #views: ({ generation: number; buffer: ArrayBuffer; index: Uint32Array } | undefined)[] = [undefined, undefined];
   #epoch = 0;
   #ticking = false;
-  // Events emitted during a tick, applied when it ends; `changes` is #viewerChanges when emitted.
-  #deferredEvents: { bytes: Uint8Array; target: CheckedTarget; changes: number }[] = [];
+  // Events emitted during a tick, applied when it ends; `changes` is #viewerChanges when emitted;
+  // `near`, for a { near } target, the viewers whose avatars were in range when emitted.
+  #deferredEvents: { bytes: Uint8Array; target: CheckedTarget; changes: number; near?: ReadonlySet<EntityId> }[] = [];
   readonly #addedDuringTick = new Set<EntityId>();
   // Viewer additions and removals during the current tick, counted, and the count at each viewer's
   // last one: a deferred event is applied in call order with them (a viewer added or removed after
@@ -710,7 +712,10 @@ export class World {
    * ({@link eventsDropped}). During a tick, events are queued and applied when the tick ends, in
    * call order with that tick's addViewer and removeViewer calls (the viewers they reach are those
    * the same calls between ticks would reach: a viewer added after the emit does not get it, and
-   * a `{ viewer }` removed after it, even if added again, loses it, counted in {@link eventsDropped});
+   * a `{ viewer }` removed after it, even if added again, loses it, counted in {@link eventsDropped};
+   * a `{ near }` target is measured when `emit` is called, so avatars moved or despawned after it
+   * do not change who gets it; acknowledgements made during the tick apply before the deferred
+   * events);
    * the target is checked in full when `emit` is called, and a `{ viewer }` that takes no events
    * throws then too (a viewer added during that tick is checked when the tick ends: an event it
    * cannot take is counted in {@link eventsDropped}). Applying queued events never makes the
@@ -752,7 +757,11 @@ export class World {
           `viewer ${t.viewer} cannot take events: it needs { acks: true } and the config an eventReserveBytes above 5 (it is ${this.config.eventReserveBytes})`,
         );
       }
-      this.#deferredEvents.push({ bytes: bytes.slice(), target: t, changes: this.#viewerChanges });
+      // A { near } target is measured now, as the same call between ticks would: the avatars may
+      // move or go before the tick ends. (Viewers added during this tick count by their avatars
+      // too; whether they are viewers when the event applies is decided then, in call order.)
+      const near = 'near' in t ? new Set(this.#inRange(t, [...this.#native.viewerIds(), ...this.#changedDuringTick.keys()])) : undefined;
+      this.#deferredEvents.push({ bytes: bytes.slice(), target: t, changes: this.#viewerChanges, near });
       return 0;
     }
     return this.#emitNow(bytes, t, true);
@@ -790,7 +799,23 @@ export class World {
   // Queues an event for its target's viewers now. `changes`, for an event deferred during a tick:
   // #viewerChanges when it was emitted; viewers added or removed after that are left out (a
   // { viewer } target removed after it, even if added again, is a drop: its queue went with it).
-  #emitNow(bytes: Uint8Array, target: CheckedTarget, strict: boolean, changes = Infinity): number {
+  // Of `ids`, the live ones whose avatar is within the { near } target's radius (2D), in order.
+  #inRange(target: NearTarget, ids: ArrayLike<EntityId>): EntityId[] {
+    const cx = toRaw(target.near.x);
+    const cy = toRaw(target.near.y);
+    const r = toRaw(target.radius);
+    const out: EntityId[] = [];
+    for (let i = 0; i < ids.length; i++) {
+      if (!this.#native.isLive(ids[i])) continue;
+      const s = this.#native.slotOf(ids[i]);
+      // hypot: dx * dx + dy * dy would overflow to Infinity for far-off points and huge radii.
+      if (Math.hypot(this.positions.x[s] - cx, this.positions.y[s] - cy) <= r) out.push(ids[i]);
+    }
+    return out;
+  }
+
+  // `near`: for a deferred { near } event, the viewers that were in range when it was emitted.
+  #emitNow(bytes: Uint8Array, target: CheckedTarget, strict: boolean, changes = Infinity, near?: ReadonlySet<EntityId>): number {
     const changedSince = (v: number): boolean => (this.#changedDuringTick.get(v) ?? 0) > changes;
     if ('viewer' in target) {
       if (changedSince(target.viewer)) {
@@ -810,19 +835,8 @@ export class World {
     if ('holders' in target) {
       viewers = this.#native.holders(target.holders);
     } else {
-      const { x: px, y: py } = target.near;
-      const cx = toRaw(px);
-      const cy = toRaw(py);
-      const r = toRaw(target.radius);
       const all = this.#native.viewerIds();
-      const near: number[] = [];
-      for (let i = 0; i < all.length; i++) {
-        if (!this.#native.isLive(all[i])) continue;
-        const s = this.#native.slotOf(all[i]);
-        // hypot: dx * dx + dy * dy would overflow to Infinity for far-off points and huge radii.
-        if (Math.hypot(this.positions.x[s] - cx, this.positions.y[s] - cy) <= r) near.push(all[i]);
-      }
-      viewers = near;
+      viewers = near ? Array.from(all).filter((v) => near.has(v)) : this.#inRange(target, all);
     }
     let queued = 0;
     for (let i = 0; i < viewers.length; i++) {
@@ -843,9 +857,9 @@ export class World {
     const events = this.#deferredEvents;
     this.#deferredEvents = [];
     this.#addedDuringTick.clear();
-    for (const { bytes, target, changes } of events) {
+    for (const { bytes, target, changes, near } of events) {
       try {
-        this.#emitNow(bytes, target, false, changes);  // a { viewer } removed meanwhile: counted as dropped
+        this.#emitNow(bytes, target, false, changes, near);  // a { viewer } removed meanwhile: counted as dropped
       } catch {
         this.#eventsDropped++;
       }

@@ -363,4 +363,39 @@ describe('events emitted during a tick', () => {
     expect(w.eventsDropped).toBe(0);
     expect(w.eventStats(plain)).toEqual({ queued: 1, dropped: 0, pending: 1 });
   });
+
+  // A { near } event deferred during a tick measures the avatars when it is emitted, as the same
+  // calls between ticks would: moving, despawning or bringing an avatar after the emit changes
+  // nothing for that event.
+  const AFTER_EMIT: [string, (w: World, inRange: number, outOfRange: number) => void][] = [
+    ['setPosition', (w, a, b) => (w.setPosition(a, { x: 900, y: 900 }), w.setPosition(b, { x: 100, y: 100 }))],
+    ['positions written', (w, a, b) => {
+      const sa = w.slotOf(a), sb = w.slotOf(b);
+      [w.positions.x[sa], w.positions.x[sb]] = [w.positions.x[sb], w.positions.x[sa]];
+      [w.positions.y[sa], w.positions.y[sb]] = [w.positions.y[sb], w.positions.y[sa]];
+    }],
+    ['despawn', (w, a) => w.despawn(a)],
+  ];
+  for (const [name, change] of AFTER_EMIT) {
+    it(`a deferred { near } event reaches the viewers in range when emitted: ${name} after it`, async () => {
+      const outcome = async (duringTick: boolean) => {
+        const w = new World(WorldConfig.build({ eventReserveBytes: 100 }), { capacity: 16, threads: 2 });
+        const inRange = w.spawn({ x: 100, y: 100, z: 0 });
+        const outOfRange = w.spawn({ x: 900, y: 900, z: 0 });
+        w.addViewer(inRange, { acks: true });
+        w.addViewer(outOfRange, { acks: true });
+        await w.tick();
+        const pending = duringTick ? w.tick() : undefined;
+        w.emit(text('n'), { near: { x: 100, y: 100 }, radius: 10 });
+        change(w, inRange, outOfRange);
+        await pending;
+        const seen = [w.eventStats(inRange)!.queued, w.eventStats(outOfRange)!.queued, w.eventsDropped];
+        w.close();
+        return seen;
+      };
+      const between = await outcome(false);
+      expect(between).toEqual([1, 0, 0]);
+      expect(await outcome(true)).toEqual(between);
+    });
+  }
 });

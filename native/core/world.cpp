@@ -54,8 +54,11 @@ std::unique_ptr<Viewer> World::makeViewer(uint32_t avatarId, ViewerOptions opts,
 }
 
 void World::reserveViewerAdds(uint32_t k) {
+  // viewers_ itself is left alone (the pass threads may be reading it): the room is made in
+  // grownViewers_, which adoptViewer moves the list into when it is full.
   const size_t want = viewers_.size() + k;
-  if (viewers_.capacity() < want) viewers_.reserve(std::max(want, 2 * viewers_.capacity()));
+  if (viewers_.capacity() < want && grownViewers_.capacity() < want)
+    grownViewers_.reserve(std::max(want, 2 * viewers_.capacity()));
   viewerIndex_.reserve(want);
   while (spareIndexNodes_.size() < k) spareIndexNodes_.emplace(spareKey_++, nullptr);
 }
@@ -73,6 +76,13 @@ void World::adoptViewer(std::unique_ptr<Viewer> v) noexcept {
   // ticks), and an acknowledgement from that session still in flight is refused as never sent.
   v->sequence = uint16_t(tick_);
   outputBytes_ += v->payloadBytes;
+  if (viewers_.size() == viewers_.capacity()) {
+    // Full: move the list into the room reserved ahead (moves of pointers within capacity), and
+    // free the old array.
+    for (auto& p : viewers_) grownViewers_.push_back(std::move(p));
+    viewers_.swap(grownViewers_);
+    std::vector<std::unique_ptr<Viewer>>().swap(grownViewers_);
+  }
   viewers_.push_back(std::move(v));
 }
 

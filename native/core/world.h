@@ -216,8 +216,9 @@ class World {
   // addViewer in three steps, for an add asked for while a pass runs and applied after it:
   // makeViewer checks the options and builds the viewer (its ghost table, acknowledgement log and
   // event queue: everything it allocates), not yet in the world; reserveViewerAdds(k) makes room
-  // for k more viewers in the world's lists; adoptViewer puts one in, and neither allocates nor
-  // throws when room was reserved. Does not check that the avatar is not a viewer already.
+  // for k more viewers in the world's lists (safe while a pass runs: it changes nothing the pass
+  // reads); adoptViewer (not during a pass) puts one in, and neither allocates nor throws when room
+  // was reserved. Does not check that the avatar is not a viewer already.
   // outputChecked: the caller checked the output room itself (against the changes it queued).
   std::unique_ptr<Viewer> makeViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked = false,
                                      bool outputChecked = false);
@@ -329,7 +330,10 @@ class World {
   EntityStore store_;
   Snapshot snapshot_;
   BlockArena ghostArena_;  // the viewers' ghost tables (declared before them: it outlives them)
-  std::vector<std::unique_ptr<Viewer>> viewers_;
+  std::vector<std::unique_ptr<Viewer>> viewers_;  // read by the pass threads: not resized during a pass
+  // Where viewers_ moves when an adopted viewer finds it full: reserved ahead (reserveViewerAdds,
+  // which may run during a pass and so never touches viewers_ itself).
+  std::vector<std::unique_ptr<Viewer>> grownViewers_;
   std::unordered_map<uint32_t, Viewer*> viewerIndex_;  // avatar id -> its viewer (in viewers_)
   // Nodes made ahead for viewerIndex_ (reserveViewerAdds): adoptViewer moves one in, unallocated.
   std::unordered_map<uint32_t, Viewer*> spareIndexNodes_;
