@@ -796,9 +796,6 @@ export class World {
     }
   }
 
-  // Queues an event for its target's viewers now. `changes`, for an event deferred during a tick:
-  // #viewerChanges when it was emitted; viewers added or removed after that are left out (a
-  // { viewer } target removed after it, even if added again, is a drop: its queue went with it).
   // Of `ids`, the live ones whose avatar is within the { near } target's radius (2D), in order.
   #inRange(target: NearTarget, ids: ArrayLike<EntityId>): EntityId[] {
     const cx = toRaw(target.near.x);
@@ -814,6 +811,9 @@ export class World {
     return out;
   }
 
+  // Queues an event for its target's viewers now. `changes`, for an event deferred during a tick:
+  // #viewerChanges when it was emitted; viewers added or removed after that are left out (a
+  // { viewer } target removed after it, even if added again, is a drop: its queue went with it).
   // `near`: for a deferred { near } event, the viewers that were in range when it was emitted.
   #emitNow(bytes: Uint8Array, target: CheckedTarget, strict: boolean, changes = Infinity, near?: ReadonlySet<EntityId>): number {
     const changedSince = (v: number): boolean => (this.#changedDuringTick.get(v) ?? 0) > changes;
