@@ -101,7 +101,11 @@ export interface NativeWorld {
   positions(): { x: Int32Array; y: Int32Array; z: Int32Array; external: boolean };
   odometer(id: number): number;
   addViewer(id: number, payloadBytes: number, sendPeriod: number, acks: boolean): void;
-  acknowledge(id: number, ack: number, ackBits: number): void;
+  /**
+   * Applies an acknowledgement now, or during a pass checks it and applies it when the pass ends;
+   * with checkOnly, during a pass, only checks it and returns true: the caller applies it after.
+   */
+  acknowledge(id: number, ack: number, ackBits: number, checkOnly?: boolean): boolean;
   ackStats(id: number): { acked: number; lost: number; assumed: number; probablyLost: number; expired: number; despawnsNotResent: number } | null;
   /** countDrop (default true): count a full queue in the viewer's dropped events. */
   emit(viewer: number, bytes: Uint8Array, countDrop?: boolean): void;

@@ -61,10 +61,11 @@ export interface WorldOptions {
    * Expose positions as external ArrayBuffers over the engine's memory (default true). Where the
    * runtime refuses external buffers, or with `false`, the engine adopts V8-allocated buffers
    * instead (and copies each tick's packets into one); the arrays behave the same either way.
-   * Those buffers are marked untransferable (`markAsUntransferable` of `node:worker_threads`):
-   * `postMessage` and `structuredClone` copy them. One detached by other means takes the entity
-   * memory with it: the world then refuses `spawn`, `tick` and `rebuildSnapshot` with
-   * `ERR_SIGHTLINE_POSITIONS_DETACHED`.
+   * The position and packet buffers are marked untransferable (`markAsUntransferable` of
+   * `node:worker_threads`), in both modes: `postMessage` and `structuredClone` copy them. In the
+   * fallback, a position buffer detached by other means takes the entity memory with it: the world
+   * then refuses `spawn`, `tick` and `rebuildSnapshot` with `ERR_SIGHTLINE_POSITIONS_DETACHED`. A
+   * packet buffer detached by other means is replaced by the next tick that writes it.
    */
   externalBuffers?: boolean;
   /**
@@ -365,9 +366,13 @@ export class World {
   #views: ({ generation: number; buffer: ArrayBuffer; index: Uint32Array } | undefined)[] = [undefined, undefined];
   #epoch = 0;
   #ticking = false;
-  // Events emitted during a tick, applied when it ends; `changes` is #viewerChanges when emitted;
-  // `near`, for a { near } target, the viewers whose avatars were in range when emitted.
-  #deferredEvents: { bytes: Uint8Array; target: CheckedTarget; changes: number; near?: ReadonlySet<EntityId> }[] = [];
+  // Events emitted and acknowledgements made during a tick, applied when it ends, in call order;
+  // `changes` is #viewerChanges when called; `near`, for a { near } target, the viewers whose
+  // avatars were in range when emitted.
+  #deferredEvents: (
+    | { bytes: Uint8Array; target: CheckedTarget; changes: number; near?: ReadonlySet<EntityId> }
+    | { ack: { viewer: EntityId; ack: number; ackBits: number }; changes: number }
+  )[] = [];
   readonly #addedDuringTick = new Set<EntityId>();
   // Viewer additions and removals during the current tick, counted, and the count at each viewer's
   // last one: a deferred event is applied in call order with them (a viewer added or removed after
@@ -407,8 +412,9 @@ export class World {
     const p = this.#native.positions();
     this.positions = Object.freeze({ x: p.x, y: p.y, z: p.z });
     this.externalBuffers = p.external;
-    // The fallback's buffers hold the engine's memory: a transfer copies them instead of moving it away.
-    if (!p.external) for (const a of [p.x, p.y, p.z]) markAsUntransferable(a.buffer);
+    // The buffers are the engine's memory (or, in the fallback, hold it): a transfer copies them
+    // instead of moving it away.
+    for (const a of [p.x, p.y, p.z]) markAsUntransferable(a.buffer);
   }
 
   /** Entity slots. */
@@ -606,15 +612,21 @@ export class World {
    * probably lost (an entity that never moves is announced again too). The first acknowledgement
    * of a viewer also settles the packets taken as assumed delivered before it (see
    * {@link ackStats}): the ghosts only they announced are handled as lost for certain. During a tick it is checked when called, against the packets sent before that tick (a
-   * sequence never sent is refused then, as after it), and applied when the tick ends.
+   * sequence never sent is refused then, as after it), and applied when the tick ends, in call
+   * order with the events emitted during the tick.
    * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_ACKS_DISABLED, ERR_SIGHTLINE_INVALID_ACK.
    */
   acknowledge(viewer: EntityId, ack: number, ackBits: number): void {
+    let deferred: boolean;
     try {
-      this.#native.acknowledge(viewer, ack, ackBits);
+      // During a tick the engine only checks it (checkOnly): it is applied when the tick ends, in
+      // call order with the events emitted during the tick (an acknowledgement may retire a
+      // viewer's events, or tell that its client no longer holds an entity).
+      deferred = this.#native.acknowledge(viewer, ack, ackBits, this.#ticking);
     } catch (e) {
       rethrow(e);
     }
+    if (deferred) this.#deferredEvents.push({ ack: { viewer, ack, ackBits }, changes: this.#viewerChanges });
   }
 
   /**
@@ -685,7 +697,7 @@ export class World {
           const v = this.#engine.outputViews(which)!;
           views = { generation: meta[TICK_META_AT.views], buffer: v.buffer, index: v.index };
           this.#views[which] = views;
-          if (!this.externalBuffers) markAsUntransferable(v.buffer);  // the engine copies into it again
+          markAsUntransferable(v.buffer);  // the engine writes it again two ticks later
         }
         return new TickResult(this, epoch, readTickMeta(meta, views));
       },
@@ -714,8 +726,8 @@ export class World {
    * the same calls between ticks would reach: a viewer added after the emit does not get it, and
    * a `{ viewer }` removed after it, even if added again, loses it, counted in {@link eventsDropped};
    * a `{ near }` target is measured when `emit` is called, so avatars moved or despawned after it
-   * do not change who gets it; acknowledgements made during the tick apply before the deferred
-   * events);
+   * do not change who gets it; acknowledgements made during the tick apply in call order with the
+   * events too);
    * the target is checked in full when `emit` is called, and a `{ viewer }` that takes no events
    * throws then too (a viewer added during that tick is checked when the tick ends: an event it
    * cannot take is counted in {@link eventsDropped}). Applying queued events never makes the
@@ -857,7 +869,20 @@ export class World {
     const events = this.#deferredEvents;
     this.#deferredEvents = [];
     this.#addedDuringTick.clear();
-    for (const { bytes, target, changes, near } of events) {
+    for (const deferred of events) {
+      if ('ack' in deferred) {
+        // A viewer removed (or removed and added again) after the acknowledgement: that session's
+        // packets went with it.
+        const { viewer, ack, ackBits } = deferred.ack;
+        if ((this.#changedDuringTick.get(viewer) ?? 0) > deferred.changes) continue;
+        try {
+          this.#native.acknowledge(viewer, ack, ackBits, false);
+        } catch {
+          // Unreachable: checked in full when made, against the packets sent before the tick.
+        }
+        continue;
+      }
+      const { bytes, target, changes, near } = deferred;
       try {
         this.#emitNow(bytes, target, false, changes, near);  // a { viewer } removed meanwhile: counted as dropped
       } catch {

@@ -364,6 +364,35 @@ describe('events emitted during a tick', () => {
     expect(w.eventStats(plain)).toEqual({ queued: 1, dropped: 0, pending: 1 });
   });
 
+  it('acknowledgements and events made during a tick apply in call order: a { holders } event, then the acknowledgement that tells the client lost the entity', async () => {
+    // The viewer's client holds e but never acknowledges: an acknowledgement of its newest packet
+    // alone leaves the others out by more than 32 sequences, so e's announcement is lost for
+    // certain and the viewer no longer holds it. Emitted before that acknowledgement, the event
+    // reaches it; emitted after, not: during a tick as between ticks.
+    const outcome = async (duringTick: boolean, emitFirst: boolean) => {
+      const w = new World(WorldConfig.build({ eventReserveBytes: 100 }), { capacity: 16, threads: 2 });
+      const v = w.spawn({ x: 100, y: 100, z: 0 });
+      const e = w.spawn({ x: 110, y: 100, z: 0 });
+      w.addViewer(v, { acks: true });
+      let last = 0;
+      for (let t = 0; t < 40; t++) last = decodePacket((await w.tick()).bytesAt(0), w.config).sequence;
+      const pending = duringTick ? w.tick() : undefined;
+      const emit = () => w.emit(text('h'), { holders: e });
+      const ack = () => w.acknowledge(v, last, 0);
+      if (emitFirst) emit(), ack();
+      else ack(), emit();
+      await pending;
+      const seen = [w.eventStats(v)!.queued, w.eventsDropped];
+      w.close();
+      return seen;
+    };
+    for (const emitFirst of [true, false]) {
+      const between = await outcome(false, emitFirst);
+      expect(between).toEqual([emitFirst ? 1 : 0, 0]);
+      expect(await outcome(true, emitFirst)).toEqual(between);
+    }
+  });
+
   // A { near } event deferred during a tick measures the avatars when it is emitted, as the same
   // calls between ticks would: moving, despawning or bringing an avatar after the emit changes
   // nothing for that event.

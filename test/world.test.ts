@@ -163,8 +163,8 @@ describe('positions are zero-copy views', () => {
     });
   }
 
-  it('in the fallback, moving a buffer away (postMessage, structuredClone) copies it: the world goes on', async () => {
-    const w = new World(config, { capacity: 16, externalBuffers: false, threads: 1 });
+  for (const externalBuffers of [false, true]) it(`moving a buffer away (postMessage, structuredClone) copies it: the world goes on (externalBuffers ${externalBuffers})`, async () => {
+    const w = new World(config, { capacity: 16, externalBuffers, threads: 1 });
     const a = w.spawn({ x: 100, y: 100, z: 0 });
     const b = w.spawn({ x: 101, y: 100, z: 0 });
     w.addViewer(a);

@@ -490,8 +490,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   // metadata array.
   void prepareSlot(Napi::Env env, unsigned which, const std::shared_ptr<OutputBlock>& out, size_t viewers) {
     Slot& slot = out_[which];
-    if (slot.buffer.IsEmpty() || slot.data != out->data.get() || slot.size < out->size ||
-        (slot.copy && slot.buffer.Value().IsDetached())) {
+    if (slot.buffer.IsEmpty() || slot.data != out->data.get() || slot.size < out->size || slot.buffer.Value().IsDetached()) {
       Napi::Value ab;
       if (external_) ab = externalBuffer(env, out->data.get(), out->size, out);
       if (ab.IsEmpty()) {
@@ -530,6 +529,17 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     if (slot.data != out->data.get() || slot.size < size || slot.indexCap < nv * 3 || slot.meta.IsEmpty()) {
       applyPending(env);  // unreachable: Tick prepared the slot for this block and these viewers
       throw std::logic_error("the output slot was not prepared for this tick");
+    }
+    // A buffer detached while the pass ran (ArrayBuffer.prototype.transfer, refused by untransferable
+    // buffers where the runtime honours the mark): made again, the one allocation of this rare case.
+    if (slot.buffer.Value().IsDetached()) {
+      try {
+        slot.buffer.Reset();
+        prepareSlot(env, which, out, nv);
+      } catch (...) {
+        applyPending(env);
+        throw;
+      }
     }
     if (slot.copy) std::memcpy(slot.buffer.Value().Data(), out->data.get(), size);
     uint32_t* ix = slot.indexData;
@@ -739,7 +749,10 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     guarded(env, [&] { pending_.push_back(PendingOp{PendingOp::Remove, id, {}, 0, 0, nullptr}); return 0; });
     return env.Undefined();
   }
-  // acknowledge(viewer, ack u16, ackBits u32): during a pass it is applied when the pass ends.
+  // acknowledge(viewer, ack u16, ackBits u32, checkOnly) -> whether the caller is to apply it: when
+  // no pass runs it is applied now (false); during a pass it is checked, and then applied when the
+  // pass ends (false) or, with checkOnly, left to the caller (true: the TypeScript layer applies it
+  // itself, in call order with the events it deferred).
   Napi::Value Acknowledge(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     uint32_t id = idArg(info, 0);
@@ -751,7 +764,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
                            num(ack) + " and " + num(bits));
     if (!running_) {
       guarded(env, [&] { world_->acknowledge(id, uint16_t(ack), uint32_t(bits)); return 0; });
-      return env.Undefined();
+      return Napi::Boolean::New(env, false);
     }
     if (!effectiveHasViewer(id))
       throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(id) + " is not a viewer");
@@ -767,8 +780,9 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
                        "ack " + std::to_string(uint32_t(ack)) + " names a packet viewer " + std::to_string(id) +
                            " was never sent (none sent yet)");
     guarded(env, [&] { world_->checkAckDuringPass(id, uint16_t(ack)); return 0; });
+    if (info.Length() > 3 && info[3].IsBoolean() && info[3].As<Napi::Boolean>().Value()) return Napi::Boolean::New(env, true);
     guarded(env, [&] { pending_.push_back(PendingOp{PendingOp::Ack, id, {}, uint16_t(ack), uint32_t(bits), nullptr}); return 0; });
-    return env.Undefined();
+    return Napi::Boolean::New(env, false);
   }
   // emit(viewer, Uint8Array): queues a reliable event (not during a pass: the TypeScript layer defers).
   Napi::Value Emit(const Napi::CallbackInfo& info) {
