@@ -6,9 +6,9 @@
 //
 // Chunks are guided (OpenMP's `schedule(guided)`): each claim takes the remaining count divided by
 // twice the thread count, but at least `grain`. A pass over 8,192 viewers on 2 threads is then
-// about 25 claims instead of 512 chunks of 16, and the chunks still shrink to `grain` at the end,
+// 21 claims instead of 512 chunks of 16, and the chunks still shrink to `grain` at the end,
 // so a late or slow thread leaves at most one small chunk for the others to wait on. On the 2-core
-// benchmark machine that made the town-square pass about 5% faster at 2 threads than fixed chunks
+// benchmark machine that made the town-square pass 3–6% faster at 2 threads than fixed chunks
 // of 16 viewers (bench/RESULTS.md).
 #pragma once
 #include <atomic>
