@@ -726,8 +726,10 @@ export class World {
    * the same calls between ticks would reach: a viewer added after the emit does not get it, and
    * a `{ viewer }` removed after it, even if added again, loses it, counted in {@link eventsDropped};
    * a `{ near }` target is measured when `emit` is called, so avatars moved or despawned after it
-   * do not change who gets it; acknowledgements made during the tick apply in call order with the
-   * events too);
+   * do not change who gets it; a `{ holders }` target is measured when the tick ends, after the
+   * pass: a client whose packet of that tick despawned the entity no longer holds it and does not
+   * get the event, uncounted (the pass changes who holds what while it runs, so there is no earlier
+   * moment to measure); acknowledgements made during the tick apply in call order with the events);
    * the target is checked in full when `emit` is called, and a `{ viewer }` that takes no events
    * throws then too (a viewer added during that tick is checked when the tick ends: an event it
    * cannot take is counted in {@link eventsDropped}). Applying queued events never makes the

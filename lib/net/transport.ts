@@ -87,9 +87,16 @@ export interface TransportCounters {
   malformed: number;
   /** Well-formed datagrams from addresses without a session (other than HELLO): dropped. */
   strays: number;
-  /** Acks whose sequence is ahead of the newest packet sent to that client: dropped. */
+  /**
+   * Acks whose sequence is ahead of the newest packet sent to that client (dropped, not passed on),
+   * and acks passed on that `world.acknowledge` refused as invalid (ERR_SIGHTLINE_INVALID_ACK: a
+   * sequence the viewer was never sent, e.g. one from before it was added).
+   */
   badAcks: number;
-  /** Acks passed on. */
+  /**
+   * Acks passed on (to `onAck` and `world.acknowledge`), whatever the world then made of them: of
+   * these, `acksUnused` and some of `badAcks` were refused, the rest applied.
+   */
   acks: number;
   /**
    * Acks `world.acknowledge` refused because the viewer was added without `{ acks: true }` or is
