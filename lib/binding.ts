@@ -102,10 +102,10 @@ export interface NativeWorld {
   odometer(id: number): number;
   addViewer(id: number, payloadBytes: number, sendPeriod: number, acks: boolean): void;
   /**
-   * Applies an acknowledgement now, or during a pass checks it and applies it when the pass ends;
-   * with checkOnly, during a pass, only checks it and returns true: the caller applies it after.
+   * Applies an acknowledgement now (false), or during a pass only checks it (true): the caller
+   * applies it once the pass has ended.
    */
-  acknowledge(id: number, ack: number, ackBits: number, checkOnly?: boolean): boolean;
+  acknowledge(id: number, ack: number, ackBits: number): boolean;
   ackStats(id: number): { acked: number; lost: number; assumed: number; probablyLost: number; expired: number; despawnsNotResent: number } | null;
   /** countDrop (default true): count a full queue in the viewer's dropped events. */
   emit(viewer: number, bytes: Uint8Array, countDrop?: boolean): void;

@@ -619,10 +619,10 @@ export class World {
   acknowledge(viewer: EntityId, ack: number, ackBits: number): void {
     let deferred: boolean;
     try {
-      // During a tick the engine only checks it (checkOnly): it is applied when the tick ends, in
-      // call order with the events emitted during the tick (an acknowledgement may retire a
-      // viewer's events, or tell that its client no longer holds an entity).
-      deferred = this.#native.acknowledge(viewer, ack, ackBits, this.#ticking);
+      // During a tick the engine only checks it: it is applied when the tick ends, in call order
+      // with the events emitted during the tick (an acknowledgement may retire a viewer's events,
+      // or tell that its client no longer holds an entity).
+      deferred = this.#native.acknowledge(viewer, ack, ackBits);
     } catch (e) {
       rethrow(e);
     }
@@ -878,7 +878,7 @@ export class World {
         const { viewer, ack, ackBits } = deferred.ack;
         if ((this.#changedDuringTick.get(viewer) ?? 0) > deferred.changes) continue;
         try {
-          this.#native.acknowledge(viewer, ack, ackBits, false);
+          this.#native.acknowledge(viewer, ack, ackBits);
         } catch {
           // Unreachable: checked in full when made, against the packets sent before the tick.
         }

@@ -605,17 +605,14 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   };
   // Viewer changes asked for while a pass runs take effect after it, in order.
   struct PendingOp {
-    enum Kind : uint8_t { Add, Remove, Ack } kind;
+    enum Kind : uint8_t { Add, Remove } kind;
     uint32_t id;
     ViewerOptions opts;
-    uint16_t ack;
-    uint32_t ackBits;
     std::unique_ptr<Viewer> viewer;  // Add: the viewer, built when asked for
   };
 
   // Applies the changes queued during the pass, in order. None allocates: an add's viewer and room
-  // were made when it was asked for, a removal frees, an acknowledgement updates the viewer's own
-  // tables. So none fails, and an add whose avatar was despawned meanwhile is applied all the same
+  // were made when it was asked for, a removal frees. So none fails, and an add whose avatar was despawned meanwhile is applied all the same
   // (the next tick skips it).
   void applyPending(Napi::Env env) {
     std::vector<PendingOp> ops;
@@ -623,8 +620,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     for (PendingOp& op : ops) {
       try {
         if (op.kind == PendingOp::Add) world_->adoptViewer(std::move(op.viewer));
-        else if (op.kind == PendingOp::Remove) world_->removeViewer(op.id);
-        else if (world_->hasViewer(op.id)) world_->acknowledge(op.id, op.ack, op.ackBits);
+        else world_->removeViewer(op.id);
       } catch (const std::exception&) {
         // Unreachable (each change was validated in full when asked for); the others still apply.
       }
@@ -642,7 +638,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   bool effectiveHasViewer(uint32_t id) const {
     bool has = world_->hasViewer(id);
     for (const PendingOp& op : pending_)
-      if (op.id == id && op.kind != PendingOp::Ack) has = op.kind == PendingOp::Add;
+      if (op.id == id) has = op.kind == PendingOp::Add;
     return has;
   }
 
@@ -715,7 +711,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
       uint32_t adds = 1;
       for (const PendingOp& op : pending_) adds += op.kind == PendingOp::Add;
       world_->reserveViewerAdds(adds);
-      pending_.push_back(PendingOp{PendingOp::Add, id, opts, 0, 0, std::move(v)});
+      pending_.push_back(PendingOp{PendingOp::Add, id, opts, std::move(v)});
       return 0;
     });
     return env.Undefined();
@@ -746,13 +742,12 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
     }
     if (!effectiveHasViewer(id))
       throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(id) + " is not a viewer");
-    guarded(env, [&] { pending_.push_back(PendingOp{PendingOp::Remove, id, {}, 0, 0, nullptr}); return 0; });
+    guarded(env, [&] { pending_.push_back(PendingOp{PendingOp::Remove, id, {}, nullptr}); return 0; });
     return env.Undefined();
   }
-  // acknowledge(viewer, ack u16, ackBits u32, checkOnly) -> whether the caller is to apply it: when
-  // no pass runs it is applied now (false); during a pass it is checked, and then applied when the
-  // pass ends (false) or, with checkOnly, left to the caller (true: the TypeScript layer applies it
-  // itself, in call order with the events it deferred).
+  // acknowledge(viewer, ack u16, ackBits u32) -> whether the caller is to apply it after the pass:
+  // when no pass runs it is applied now (false); during a pass it is only checked (true: the
+  // TypeScript layer applies it when the pass ends, in call order with the events it deferred).
   Napi::Value Acknowledge(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     uint32_t id = idArg(info, 0);
@@ -780,9 +775,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
                        "ack " + std::to_string(uint32_t(ack)) + " names a packet viewer " + std::to_string(id) +
                            " was never sent (none sent yet)");
     guarded(env, [&] { world_->checkAckDuringPass(id, uint16_t(ack)); return 0; });
-    if (info.Length() > 3 && info[3].IsBoolean() && info[3].As<Napi::Boolean>().Value()) return Napi::Boolean::New(env, true);
-    guarded(env, [&] { pending_.push_back(PendingOp{PendingOp::Ack, id, {}, uint16_t(ack), uint32_t(bits), nullptr}); return 0; });
-    return Napi::Boolean::New(env, false);
+    return Napi::Boolean::New(env, true);
   }
   // emit(viewer, Uint8Array): queues a reliable event (not during a pass: the TypeScript layer defers).
   Napi::Value Emit(const Napi::CallbackInfo& info) {
