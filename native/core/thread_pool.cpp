@@ -1,6 +1,12 @@
 #include "thread_pool.h"
 
 #include <algorithm>
+#include <cstdio>
+
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
 
 namespace sightline {
 
@@ -12,6 +18,13 @@ unsigned resolveThreadCount(unsigned requested, unsigned detected) {
 ThreadPool::ThreadPool(unsigned threads) {
   unsigned n = resolveThreadCount(threads, std::thread::hardware_concurrency());
   size_ = n;
+#if defined(__linux__)
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &allowed)) cpus_.push_back(c);
+#endif
   try {
     for (unsigned w = 1; w < n; ++w) workers_.emplace_back([this, w] { workerLoop(w); });
   } catch (...) {
@@ -31,6 +44,21 @@ void ThreadPool::shutdown() {
   wake_.notify_all();
   for (auto& t : workers_) t.join();
   workers_.clear();
+}
+
+void ThreadPool::keepWorkersOffCallerCpu() {
+#if defined(__linux__)
+  const int cpu = sched_getcpu();
+  if (cpu < 0 || cpu == callerCpu_ || workers_.empty()) return;
+  callerCpu_ = cpu;
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  for (int c : cpus_)
+    if (c != cpu) CPU_SET(c, &mask);
+  if (CPU_COUNT(&mask) == 0) return;  // one CPU allowed: nowhere else to go
+  // Best effort: a refusal (the process's CPUs changed since) leaves the workers where they were.
+  for (auto& t : workers_) pthread_setaffinity_np(t.native_handle(), sizeof mask, &mask);
+#endif
 }
 
 uint32_t guidedChunk(uint32_t remaining, uint32_t grain, uint32_t parts) {
@@ -56,6 +84,12 @@ void ThreadPool::runChunks(unsigned worker) {
 }
 
 void ThreadPool::workerLoop(unsigned worker) {
+#if defined(__linux__)
+  // "sightline-N" in top -H, perf and debuggers (at most 15 characters).
+  char name[16];
+  std::snprintf(name, sizeof name, "sightline-%u", worker);
+  pthread_setname_np(pthread_self(), name);
+#endif
   uint64_t seen = 0;
   for (;;) {
     {
@@ -91,6 +125,7 @@ void ThreadPool::parallelFor(uint32_t count, uint32_t grain, const Body& fn) {
     active_ = static_cast<unsigned>(workers_.size());
     ++generation_;
   }
+  keepWorkersOffCallerCpu();
   wake_.notify_all();
   runChunks(0);
   std::exception_ptr err;

@@ -10,6 +10,13 @@
 // so a late or slow thread leaves at most one small chunk for the others to wait on. On the 2-core
 // benchmark machine that made the town-square pass 3–6% faster at 2 threads than fixed chunks
 // of 16 viewers (bench/RESULTS.md).
+//
+// On Linux the workers are named "sightline-N", and each parallelFor keeps them off the CPU the
+// calling thread runs on: their affinity becomes the CPUs the pool's constructing thread could run
+// on, less that one (set again only when the caller's CPU changes; with one CPU, left alone). Without it, on a 2-vCPU virtual
+// machine the scheduler often queued the woken worker behind the caller on the caller's CPU while
+// the other CPU went idle, and left it there for milliseconds: a third of a Node.js process's
+// 2-thread passes took the 1-thread time (uniform: p90 8.3 ms, 4.3 ms with it; bench/RESULTS.md).
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -47,6 +54,7 @@ class ThreadPool {
  private:
   void workerLoop(unsigned worker);
   void runChunks(unsigned worker);
+  void keepWorkersOffCallerCpu();
 
   std::vector<std::thread> workers_;
   unsigned size_ = 1;
@@ -56,6 +64,8 @@ class ThreadPool {
   uint64_t generation_ = 0;
   unsigned active_ = 0;
   bool stop_ = false;
+  std::vector<int> cpus_;  // the CPUs the constructing thread could run on (Linux)
+  int callerCpu_ = -1;     // the CPU the workers were last kept off (Linux)
 
   const Body* body_ = nullptr;
   uint32_t count_ = 0, grain_ = 1;

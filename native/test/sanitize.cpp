@@ -4,6 +4,7 @@
 // the bytes of 1, 2 and 8 threads are compared. Build and run: npm run test:sanitize; under
 // ThreadSanitizer: npm run test:tsan.
 #include <algorithm>
+#include <sched.h>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -724,6 +725,54 @@ void threadPoolRunsEachIndexOnce() {
               (unsigned long long)loops, (unsigned long long)chunksAt8192);
 }
 
+// On Linux the pool's workers never run on the CPU of the thread that called parallelFor (the
+// caller is pinned to each CPU in turn here, so its CPU is known), and the loops stay correct when
+// the caller moves.
+void threadPoolKeepsWorkersOffCallerCpu() {
+#if defined(__linux__)
+  cpu_set_t original;
+  CPU_ZERO(&original);
+  CHECK(sched_getaffinity(0, sizeof original, &original) == 0, "sched_getaffinity failed");
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &original)) cpus.push_back(c);
+  CHECK(cpus.size() >= 2, "this test needs 2 CPUs; the process may use %zu", cpus.size());
+  if (cpus.size() < 2) return;
+  ThreadPool pool(3);  // made before the caller is pinned: its workers may use every CPU but the caller's
+  uint64_t workerChunks = 0, onCallerCpu = 0, loops = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (size_t k = 0; k < cpus.size() && k < 4; ++k) {
+      const int cpu = cpus[k];
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      CHECK(sched_setaffinity(0, sizeof one, &one) == 0, "pinning the caller to CPU %d failed", cpu);
+      std::vector<std::atomic<uint32_t>> runs(4096);
+      std::atomic<uint64_t> chunks{0}, bad{0};
+      pool.parallelFor(4096, 1, [&](uint32_t b, uint32_t e, unsigned w) {
+        if (w != 0) {
+          chunks.fetch_add(1);
+          if (sched_getcpu() == cpu) bad.fetch_add(1);
+        }
+        for (uint32_t i = b; i < e; ++i) runs[i].fetch_add(1, std::memory_order_relaxed);
+        for (volatile int spin = 0; spin < 2000; spin = spin + 1) {
+        }
+      });
+      uint32_t wrong = 0;
+      for (auto& r : runs) wrong += r.load() != 1;
+      CHECK(wrong == 0, "caller on CPU %d: %u indices not run exactly once", cpu, wrong);
+      workerChunks += chunks.load(), onCallerCpu += bad.load(), ++loops;
+    }
+  }
+  sched_setaffinity(0, sizeof original, &original);
+  CHECK(onCallerCpu == 0, "%llu of %llu worker chunks ran on the caller's CPU", (unsigned long long)onCallerCpu,
+        (unsigned long long)workerChunks);
+  std::printf("thread pool: %llu loops with the caller pinned to each of %zu CPUs in turn; %llu worker chunks, %llu on the caller's CPU\n",
+              (unsigned long long)loops, std::min<size_t>(cpus.size(), 4), (unsigned long long)workerChunks,
+              (unsigned long long)onCallerCpu);
+#endif
+}
+
 // A tick whose allocation fails (std::bad_alloc, at the first allocation, then the second, ...:
 // what earlier tries allocated stays, so each try fails further on) changes nothing: the tick number, the odometers, the snapshot and the output stay, and the world
 // then ticks byte for byte as a twin that never failed.
@@ -881,6 +930,7 @@ void addsPreparedDuringAPass() {
 
 int main() {
   threadPoolRunsEachIndexOnce();
+  threadPoolKeepsWorkersOffCallerCpu();
   failedPrepareChangesNothing();
   failedAddViewerChangesNothing();
   addsPreparedDuringAPass();
