@@ -24,6 +24,8 @@ export const MAX_REGION_METERS = 65536;
 export const MAX_TICK_HZ = 1000;
 /** Largest payloadBytes: the largest UDP payload over IPv4. */
 export const MAX_PAYLOAD_BYTES = 65507;
+/** newDrift's smallest value, meters: one raw unit. */
+const MIN_NEW_DRIFT_METERS = 1 / 1024;
 /** Smallest nonzero eventReserveBytes: a 3-byte events section and one event (2-byte length, 1 byte). */
 export const MIN_EVENT_RESERVE_BYTES = 6;
 /** Number of distance bands: band = floor(log2(squared distance in raw units)), 0..63. */
@@ -88,7 +90,7 @@ export interface WorldConfigInput {
   denseCellThreshold?: number;
   /** Sub-cells per axis in a dense cell: 2, 4, 8 or 16. Default 8. */
   subGridDivisions?: number;
-  /** Drift given to a candidate the client does not hold, m (1/1024 to 4194303). Default: viewRadius. `-1` also means the default. */
+  /** Drift given to a candidate the client does not hold, m (1/1024 to (2^32 − 1)/1024, about 4,194,304). Default: viewRadius. `-1` also means the default. */
   newDrift?: number;
   /**
    * Weight per distance band: 64 integers in [1, 2^32 - 1], as an array or a typed array (e.g. a
@@ -583,7 +585,12 @@ function derive(raw: unknown): Derived {
       `maxSpeed / tickHz must be less than one cell (${toMeters(cellRaw)} m) per tick, received ${maxSpeed} m/s at ${tickHz} Hz (${toMeters(maxMovePerTickRaw)} m per tick)`,
     );
 
-  const payloadBytes = requireInteger('payloadBytes', inp.payloadBytes, 1, MAX_PAYLOAD_BYTES);
+  const payloadBytes = requireInteger('payloadBytes', inp.payloadBytes, 1, Number.MAX_SAFE_INTEGER);
+  if (payloadBytes > MAX_PAYLOAD_BYTES)
+    fail(
+      'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',
+      `payloadBytes must be at most ${MAX_PAYLOAD_BYTES} (the largest UDP payload over IPv4), received ${describe(payloadBytes)}`,
+    );
   const eventReserveBytes = requireInteger('eventReserveBytes', inp.eventReserveBytes, 0, MAX_PAYLOAD_BYTES);
   if (eventReserveBytes > 0 && eventReserveBytes < MIN_EVENT_RESERVE_BYTES)
     fail(
@@ -621,10 +628,11 @@ function derive(raw: unknown): Derived {
   } else {
     const meters = requireFinitePositive('newDrift', newDriftIn);
     const r = toRaw(meters);
-    if (r < 1 || r > 0xffffffff)
+    // The lower bound is checked in meters (rounding would let 1/2048 m become 1 raw unit).
+    if (meters < MIN_NEW_DRIFT_METERS || r > 0xffffffff)
       fail(
         'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',
-        `newDrift must be between 1/1024 m and 4194303 m, received ${describe(meters)}`,
+        `newDrift must be between 1/1024 m and 4294967295/1024 m (raw 1 to 2^32 - 1), received ${describe(meters)}`,
       );
     newDrift = r;
   }

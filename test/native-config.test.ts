@@ -81,6 +81,9 @@ describe('TypeScript and native configuration agree', () => {
       { tickHz: 1e308 },
       { viewRadius: 1e300 },
       { newDrift: 4194303.9 },
+      { newDrift: 1 / 2048 },
+      { newDrift: 1 / 1024 },
+      { newDrift: 0.0009 },
       { newDrift: 4194304 },
     ];
     for (const c of cases) compare(c);

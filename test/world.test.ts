@@ -103,6 +103,15 @@ describe('entities', () => {
     expect(() => w.despawn(1.5)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ENTITY' }));
   });
 
+  it('an id that is not a number is an invalid argument, and the message names its kind', () => {
+    const w = new World(config, { capacity: 8 });
+    const kinds: [unknown, string][] = [['5', 'a string'], [true, 'a boolean'], [{}, 'an object'], [5n, 'a bigint'], [Symbol('id'), 'a symbol']];
+    for (const [bad, kind] of kinds) {
+      for (const call of [() => w.despawn(bad as never), () => w.slotOf(bad as never), () => w.removeViewer(bad as never), () => w.position(bad as never)])
+        expect(call).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT', message: `entity id must be a number, received ${kind}` }));
+    }
+  });
+
   it('isLive and hasViewer answer false for anything that is not an entity id', () => {
     const w = new World(config, { capacity: 2 });
     const a = w.spawn({ x: 1, y: 1, z: 0 });

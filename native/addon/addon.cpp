@@ -93,6 +93,10 @@ std::string kindOf(const Napi::Value& v) {
   if (v.IsArray()) return "an array";
   if (v.IsFunction()) return "a function";
   if (v.IsObject()) return "an object";
+  if (v.IsSymbol()) return "a symbol";
+#if NAPI_VERSION > 5
+  if (v.IsBigInt()) return "a bigint";
+#endif
   return "a non-number";
 }
 

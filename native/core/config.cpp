@@ -155,6 +155,10 @@ Config buildConfig(const ConfigInput& in) {
                         " m) per tick, received " + num(in.maxSpeed) + " m/s at " + num(in.tickHz) + " Hz (" +
                         num(movePerTick / kRawPerMeter) + " m per tick)");
 
+  if (std::isfinite(in.payloadBytes) && in.payloadBytes == std::floor(in.payloadBytes) && in.payloadBytes > kMaxPayloadBytes)
+    throw CoreError("ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE", "payloadBytes must be at most " + num(kMaxPayloadBytes) +
+                                                             " (the largest UDP payload over IPv4), received " +
+                                                             num(in.payloadBytes));
   c.payloadBytes = requireInteger("payloadBytes", in.payloadBytes, 1, kMaxPayloadBytes);
   c.eventReserveBytes = requireInteger("eventReserveBytes", in.eventReserveBytes, 0, kMaxPayloadBytes);
   // An events section (3 bytes) with one event (2-byte length, at least 1 byte) needs 6.
@@ -188,7 +192,8 @@ Config buildConfig(const ConfigInput& in) {
   } else {
     requireFinitePositive("newDrift", in.newDrift);
     int64_t raw = metersToRaw(in.newDrift);
-    if (in.newDrift > 4294967295.0 / kRawPerMeter || raw < 1 || raw > 0xffffffffLL)
+    // The lower bound in meters: rounding would let 1/2048 m become 1 raw unit.
+    if (in.newDrift < 1.0 / kRawPerMeter || in.newDrift > 4294967295.0 / kRawPerMeter || raw < 1 || raw > 0xffffffffLL)
       throw CoreError("ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE",
                       "newDrift must be between 1/1024 m and 4294967295/1024 m (raw 1 to 2^32 - 1), received " +
                           num(in.newDrift));
