@@ -13,10 +13,11 @@
 //
 // On Linux the workers are named "sightline-N", and each parallelFor keeps them off the CPU the
 // calling thread runs on: their affinity becomes the CPUs the pool's constructing thread could run
-// on, less that one (set again only when the caller's CPU changes; with one CPU, left alone). Without it, on a 2-vCPU virtual
-// machine the scheduler often queued the woken worker behind the caller on the caller's CPU while
-// the other CPU went idle, and left it there for milliseconds: a third of a Node.js process's
-// 2-thread passes took the 1-thread time (uniform: p90 8.3 ms, 4.3 ms with it; bench/RESULTS.md).
+// on, less that one (set again only when the caller's CPU changes; with one CPU, left alone).
+// Without it, on a 2-vCPU virtual machine the scheduler often queued the woken worker behind the
+// caller on the caller's CPU while the other CPU went idle, and left it there for milliseconds: a
+// third of a Node.js process's 2-thread passes took the 1-thread time (uniform: p90 7.5–8.3 ms,
+// 4.3–5.0 ms with it; bench/RESULTS.md).
 #pragma once
 #include <atomic>
 #include <condition_variable>
