@@ -15,9 +15,9 @@
 // calling thread runs on: their affinity becomes the CPUs the pool's constructing thread could run
 // on, less that one (set again only when the caller's CPU changes; with one CPU, left alone).
 // Without it, on a 2-vCPU virtual machine the scheduler often queued the woken worker behind the
-// caller on the caller's CPU while the other CPU went idle, and left it there for milliseconds: a
-// third of a Node.js process's 2-thread passes took the 1-thread time (uniform: p90 7.5–8.3 ms,
-// 4.3–5.0 ms with it; bench/RESULTS.md).
+// caller on the caller's CPU while the other CPU went idle, and left it there for milliseconds: 3
+// to 7 of every 20 of a Node.js process's 2-thread passes took the 1-thread time (uniform: p90
+// 7.5–8.3 ms, 4.3–5.0 ms with it; bench/RESULTS.md).
 #pragma once
 #include <atomic>
 #include <condition_variable>
