@@ -1,7 +1,8 @@
 // JS heap over 10,000 warm ticks: reads every packet each tick, as a server would, and compares
 // the heap after a full GC at tick 1,000 and at tick 10,000. Run: node --expose-gc bench/memory.mjs
 // (after npm run build). Prints one JSON object.
-import { World, WorldConfig, createHerd } from '../dist/lib/index.js';
+import { World, WorldConfig } from '../dist/lib/index.js';
+import { createHerd } from '../dist/tools/herd/index.js';
 
 if (typeof globalThis.gc !== 'function') {
   console.error('run with node --expose-gc bench/memory.mjs');

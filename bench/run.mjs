@@ -14,7 +14,7 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { World, WorldConfig, decodePacket, decodePacketRaw, createRawPacket, kernels, profileGuided } from '../dist/lib/index.js';
-import { createHerd } from '../dist/lib/herd.js';
+import { createHerd } from '../dist/tools/herd/index.js';
 import { CORE_BUILD_COMMAND, buildCore, runCore } from './core.mjs';
 import { BruteForcePeer, ColyseusPeer, sampleIndices } from './peers.mjs';
 
@@ -655,7 +655,7 @@ function markdown(r) {
   out.push('');
   out.push(
     'All times are medians over the measured ticks unless a column says otherwise; ticks are measured after warm-up ticks, ' +
-      `positions move as lib/herd.ts moves them (seed ${SEED}), at the default configuration (region 4,096 m, view radius 256 m, ` +
+      `positions move as tools/herd/scenarios.ts moves them (seed ${SEED}), at the default configuration (region 4,096 m, view radius 256 m, ` +
       'cell 128 m, 20 Hz, 1,200-byte packets = 98 update slots, walk cap 256, ghost cap 256). ' +
       'Under each heading: the cores kept busy during that section by the whole machine and by this process (from /proc/stat and ' +
       'process.cpuUsage()); the difference is other processes, which inflate times, the 2-thread ones most. Each measurement first waits ' +

@@ -27,7 +27,7 @@ else await main();
 
 async function main() {
   const { World, WorldConfig } = await import('../dist/lib/index.js');
-  const { UdpServer } = await import('../dist/lib/net/udp-server.js');
+  const { UdpServer } = await import('../dist/lib/net/index.js');
   const viewers = opt('viewers', 500);
   const entities = opt('entities', 20_000);
   const seconds = opt('seconds', 4);
@@ -181,8 +181,8 @@ async function sink() {
   const port = opt('port', 0);
   const viewers = opt('viewers', 1);
   const ack = !flag('no-ack');
-  const { encodeHello, encodeAck, decodeControl } = await import('../dist/lib/net/protocol.js');
-  const config = (await import('../dist/lib/config.js')).WorldConfig.build();
+  const { encodeHello, encodeAck, decodeControl } = await import('../dist/lib/net/index.js');
+  const config = (await import('../dist/lib/index.js')).WorldConfig.build();
   let packets = 0;
   let bytes = 0;
   let connected = 0;

@@ -175,11 +175,6 @@ export interface NativeBinding {
   profileGuided: boolean;
 }
 
-/** The version in the package's package.json. */
-export function packageVersion(): string {
-  return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
-}
-
 function packageRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {

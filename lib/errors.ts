@@ -39,7 +39,7 @@ Object.defineProperty(SightlineError.prototype, 'name', {
 const MAX_STRING_CHARS = 64;
 
 /**
- * Renders a received value for an error message.
+ * Renders a received value for an error message (exported as `describeValue`).
  *
  * Numbers as JavaScript prints them (`NaN`, `Infinity`, `-Infinity`, `-0`), strings quoted,
  * bigints with an `n` suffix, `null` / `undefined` / booleans by name, arrays and typed arrays
@@ -89,7 +89,13 @@ export function isPlainObject(value: object): boolean {
   return proto === null || Object.getPrototypeOf(proto) === null;
 }
 
-// An options argument: undefined or null (every default) or an object whose own keys are all valid.
+/**
+ * Reads an options argument the way every sightline call does: `undefined` or `null` is every
+ * default; otherwise a plain object whose own keys are all in `valid`. Returns its own keys' values.
+ * For tools and games that validate their own options in sightline's style.
+ * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (not a plain object, or a valid key that is inherited
+ *   rather than own), ERR_SIGHTLINE_UNKNOWN_OPTION (a key not in `valid`; the message lists them).
+ */
 export function readOptions(what: string, options: unknown, valid: readonly string[]): Record<string, unknown> {
   if (options === undefined || options === null) return {};
   // An ordinary object: not an array, nor a Map, a Date or another built-in that holds its data elsewhere.

@@ -1,18 +1,16 @@
 // sightline: interest management with a priority accumulator for Node.js game servers.
+// The library a game imports. The tools built on it (the herd, the quality harness, the CLI) live
+// in tools/ and import this entry point like any user's program.
 export { World, TickResult } from './world.js';
 export type { EventRecipients, EntityId, Vec3, PositionInput, WorldOptions, ViewerOptions, Positions, Packet, TickStats, GatherResult, GhostTableView } from './world.js';
 export * from './config.js';
-export { SightlineError } from './errors.js';
+export { SightlineError, describe as describeValue, readOptions } from './errors.js';
 export { kernels, profileGuided } from './world.js';
 export { toRaw, toMeters, FRAC_BITS, RAW_PER_METER } from './fixed.js';
+export { mulberry32 } from './random.js';
 export { decodePacket, decodePacketRaw, createRawPacket } from './decode.js';
 export type { DecodedPacket, RawPacket, PacketHeader, PacketUpdate, PacketEvent, PacketLayoutConfig } from './decode.js';
-export type { HerdReport } from './cli.js';
 export { run, runLoop, OVERRUN_POLICIES } from './loop.js';
 export type { LoopOptions, LoopReport, LoopSummary, LoopHandle, OverrunPolicy, LoopEndReason } from './loop.js';
-export { createHerd, herdDefaults, HERD_SCENARIOS } from './herd.js';
-export type { Herd, HerdOptions, HerdScenario, HerdCounts } from './herd.js';
-export { TickMetrics, createPrometheusRegistry, TARGETS } from './metrics.js';
-export type { MetricsReport, MetricsOptions, PrometheusOptions, PrometheusMetrics } from './metrics.js';
-export { runQuality, formatQualityReport, QUALITY_STRATEGIES } from './quality.js';
-export type { QualityOptions, QualityReport, QualityStrategy } from './quality.js';
+export { createPrometheusRegistry, checkTickTiming } from './prometheus.js';
+export type { PrometheusOptions, PrometheusMetrics, TickTiming } from './prometheus.js';

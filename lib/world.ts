@@ -1,11 +1,21 @@
 // World: the public face of one region's engine. Entities, viewers, positions (zero copy), and the
-// async tick that runs the replication pass off the JavaScript thread.
+// async tick that runs the replication pass off the JavaScript thread. Its argument checks are in
+// validate.ts, its shapes in world-types.ts, events in events.ts and the tick's result in
+// tick-result.ts.
 import { markAsUntransferable } from 'node:worker_threads';
-import { AT as TICK_META_AT, native, readTickMeta, type NativeTickResult, type NativeTickStats, type NativeWorld } from './binding.js';
+import { AT as TICK_META_AT, native, readTickMeta, type NativeWorld } from './binding.js';
 import { WorldConfig } from './config.js';
 import { SightlineError, describe, readOptions } from './errors.js';
-import { toMeters, toRaw } from './fixed.js';
+import { EventRouter, type EventRecipients } from './events.js';
+import { toMeters } from './fixed.js';
 import { run as runClock, type LoopHandle, type LoopOptions } from './loop.js';
+import { TickResult } from './tick-result.js';
+import { MAX_ID, checkCoordinate, checkVec3, isId, readBoolean, rethrow } from './validate.js';
+import type { EntityId, GatherResult, GhostTableView, PositionInput, Positions, Vec3, WorldOptions, ViewerOptions } from './world-types.js';
+
+export { TickResult } from './tick-result.js';
+export type * from './world-types.js';
+export type { EventRecipients } from './events.js';
 
 /**
  * Which vector kernels the replication pass runs in this process: `'avx512'` on x86-64 CPUs with
@@ -24,323 +34,9 @@ export const kernels: 'avx512' | 'portable' = native.kernels;
  */
 export const profileGuided: boolean = native.profileGuided;
 
-/**
- * An entity's id: slot (low 20 bits) and generation (high 12 bits). A despawned entity's slot is
- * reused with the next generation, so a stale id is refused (`ERR_SIGHTLINE_STALE_ENTITY`) rather
- * than answering for the new occupant, until that slot has been reused 4,096 times. Freed slots are
- * reused oldest first, and only once 4,096 of them wait (or no never-used slot is left), so a
- * despawned id stays refused for at least 4,096 × min(4,096, capacity − live) later despawns:
- * 16.7 million with room to spare, days of heavy churn.
- */
-export type EntityId = number;
-
-/** A position in meters. x and y are horizontal; z is vertical. */
-export interface Vec3 {
-  x: number;
-  y: number;
-  z: number;
-}
-
-/**
- * A position given to spawn or setPosition, in meters: z may be left out and is then 0. Other keys
- * are not read, so a game object that has x, y and z may be passed as it is; a misspelt key (`Z`)
- * is therefore no error at run time, though TypeScript flags it in an object literal.
- */
-export interface PositionInput {
-  x: number;
-  y: number;
-  z?: number;
-}
-
-export interface WorldOptions {
-  /** Entity slots, 1 to 1,048,576. Default 65,536. */
-  capacity?: number;
-  /** Threads for the pass: 0 = every core (default), 1 = inline on one pool thread. */
-  threads?: number;
-  /**
-   * Expose positions as external ArrayBuffers over the engine's memory (default true). Where the
-   * runtime refuses external buffers, or with `false`, the engine adopts V8-allocated buffers
-   * instead (and copies each tick's packets into one); the arrays behave the same either way.
-   * The position and packet buffers are marked untransferable (`markAsUntransferable` of
-   * `node:worker_threads`), in both modes: `postMessage` and `structuredClone` copy them. In the
-   * fallback, a position buffer detached by other means takes the entity memory with it: the world
-   * then refuses `spawn`, `tick` and `rebuildSnapshot` with `ERR_SIGHTLINE_POSITIONS_DETACHED`. A
-   * packet buffer detached by other means is replaced by the next tick that writes it.
-   */
-  externalBuffers?: boolean;
-  /**
-   * Ghost tables also keep the last position sent of every ghost, as the client decodes it
-   * (quantized, z clamped to the vertical extent), so {@link World.ghosts} can report it (tools,
-   * tests, convergence checks). Costs one extra write per record. Default false.
-   */
-  recordGhostPositions?: boolean;
-}
-
-export interface ViewerOptions {
-  /** Bytes per packet for this viewer, header included. Default: config.payloadBytes (1200). */
-  payloadBytes?: number;
-  /** Serve this viewer every Nth tick (1 to 65535). Phases are spread across viewers. Default 1. */
-  sendPeriod?: number;
-  /**
-   * The client acknowledges packets ({@link World.acknowledge}): marks then advance when a packet
-   * is acknowledged, and a lost packet's records regain their priority, its new ghosts are
-   * announced again and its despawns resent. The engine keeps the last 64 packets' records for it.
-   * A viewer that never acknowledges behaves as one without acks. Default false.
-   */
-  acks?: boolean;
-}
-
-/**
- * Raw positions by slot: Int32Array views over the engine's entity arrays (zero copy), in raw
- * fixed point (1 m = 1024). Write to move entities: `x[world.slotOf(id)] += toRaw(1.5)`.
- *
- * Int32Array semantics apply to what you write: a float is truncated toward zero, NaN and
- * ±Infinity become 0, and a value outside the Int32 range wraps modulo 2^32. An entity whose x or
- * y falls outside [0, regionSize) is outside the region: left out of the snapshot (counted as
- * `outsideRegion`), invisible until it returns, and a viewer whose avatar is there is skipped.
- */
-export interface Positions {
-  readonly x: Int32Array;
-  readonly y: Int32Array;
-  readonly z: Int32Array;
-}
-
-/** One packet: the viewer (its avatar's id) and the bytes to send it. */
-export interface Packet {
-  readonly viewer: EntityId;
-  readonly bytes: Uint8Array;
-}
-
-/** Counters of one tick (sums over viewers) and the time its phases took (µs). */
-export type TickStats = NativeTickStats;
-
-/** Candidates of a gather: ids, squared horizontal distances (raw², i.e. meters² × 2^20). */
-export interface GatherResult {
-  readonly ids: Uint32Array;
-  readonly distancesSq: Float64Array;
-  /** Entities whose distance was computed before the walk stopped. */
-  readonly examined: number;
-}
-
-/**
- * A viewer's ghost table: what its client holds, with the positions last sent as the client
- * decodes them (raw: quantized, z clamped to the vertical extent; null unless the world was
- * created with `recordGhostPositions: true`).
- */
-export interface GhostTableView {
-  readonly ids: Uint32Array;
-  readonly x: Int32Array | null;
-  readonly y: Int32Array | null;
-  readonly z: Int32Array | null;
-  /**
-   * Per ghost: 0 live (the client holds it), 1 departing (evicted; its despawn record has not been
-   * sent yet: the client still holds it), 3 not held (acks viewers: the packet announcing it was
-   * lost for certain; it is announced again when eligible, or a despawn is sent). A ghost leaves
-   * the table when its despawn record is written (2, despawn sent, is no longer used: for acks
-   * viewers a lost despawn is sent again from the packet log).
-   */
-  readonly state: Uint8Array;
-  /** Sequence number the next packet to this viewer will carry. */
-  readonly sequence: number;
-  /** Passes this viewer has been served (its send period counts only the ticks it is due). */
-  readonly passes: number;
-}
-
-/**
- * Who receives an event; see {@link World.emit}. Positions in meters. Exactly one of the three
- * forms: a target naming two is refused at run time, and the `never` fields make TypeScript refuse
- * it too. (Named so as not to shadow the DOM's and Node's global `EventTarget` where it is imported.)
- */
-export type EventRecipients =
-  | { viewer: EntityId; holders?: never; near?: never; radius?: never }
-  | { holders: EntityId; viewer?: never; near?: never; radius?: never }
-  | { near: { x: number; y: number }; radius: number; viewer?: never; holders?: never };
-
-// A target checkTarget accepted: one form, its other fields absent.
-type NearTarget = { near: { x: number; y: number }; radius: number };
-type CheckedTarget = { viewer: EntityId } | { holders: EntityId } | NearTarget;
-
-const MAX_ID = 0xffffffff;
-
-function isId(v: unknown): v is number {
-  return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= MAX_ID;
-}
-
-function invalidTarget(message: string): never {
-  throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', message);
-}
-
-const TARGET_FORMS = '{ viewer }, { holders } or { near: { x, y }, radius } (meters)';
-
-// Validates a target completely and returns a copy, so a deferred event does not see later changes
-// to the caller's object.
-function checkTarget(target: unknown): CheckedTarget {
-  if (typeof target !== 'object' || target === null) {
-    invalidTarget(`an event target must be ${TARGET_FORMS}, received ${describe(target)}`);
-  }
-  const t = target as Record<string, unknown>;
-  // A field set to undefined is absent (as the optional `never` fields of EventRecipients allow).
-  const keys = Object.keys(t).filter((k) => t[k] !== undefined);
-  const forms = Number(keys.includes('viewer')) + Number(keys.includes('holders')) + Number(keys.includes('near'));
-  if (forms !== 1) {
-    invalidTarget(`an event target must have exactly one of viewer, holders and near: ${TARGET_FORMS}, received an object with ${forms}`);
-  }
-  const allowed = keys.includes('viewer') ? ['viewer'] : keys.includes('holders') ? ['holders'] : ['near', 'radius'];
-  const extra = keys.find((k) => !allowed.includes(k));
-  if (extra !== undefined) invalidTarget(`an event target must be ${TARGET_FORMS}, received an object with ${describe(extra)} as well`);
-  if (keys.includes('viewer')) {
-    if (!isId(t.viewer)) invalidTarget(`target viewer must be an integer entity id from 0 to ${MAX_ID}, received ${describe(t.viewer)}`);
-    return { viewer: t.viewer };
-  }
-  if (keys.includes('holders')) {
-    if (!isId(t.holders)) invalidTarget(`target holders must be an integer entity id from 0 to ${MAX_ID}, received ${describe(t.holders)}`);
-    return { holders: t.holders };
-  }
-  const near = t.near;
-  if (typeof near !== 'object' || near === null) invalidTarget(`target near must be an object { x, y } (meters), received ${describe(near)}`);
-  const { x, y } = near as { x?: unknown; y?: unknown };
-  if (typeof x !== 'number' || !Number.isFinite(x)) invalidTarget(`target near.x must be a finite number of meters, received ${describe(x)}`);
-  if (typeof y !== 'number' || !Number.isFinite(y)) invalidTarget(`target near.y must be a finite number of meters, received ${describe(y)}`);
-  const radius = t.radius;
-  if (typeof radius !== 'number' || !Number.isFinite(radius) || radius < 0) {
-    invalidTarget(`target radius must be a finite number of meters ≥ 0, received ${describe(radius)}`);
-  }
-  return { near: { x, y }, radius };
-}
-
-function rethrow(e: unknown): never {
-  if (e instanceof Error && typeof (e as { code?: unknown }).code === 'string' && !(e instanceof SightlineError)) {
-    throw new SightlineError((e as unknown as { code: string }).code, e.message);
-  }
-  throw e;
-}
-
 const WORLD_OPTIONS = ['capacity', 'threads', 'externalBuffers', 'recordGhostPositions'] as const;
 const VIEWER_OPTIONS = ['payloadBytes', 'sendPeriod', 'acks'] as const;
 const GATHER_OPTIONS = ['walkCap', 'exclude'] as const;
-
-
-
-function readBoolean(name: string, value: unknown, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') {
-    throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `${name} must be true or false, received ${describe(value)}`);
-  }
-  return value;
-}
-
-function checkCoordinate(name: string, meters: unknown): number {
-  if (typeof meters !== 'number' || !Number.isFinite(meters)) {
-    throw new SightlineError('ERR_SIGHTLINE_INVALID_POSITION', `${name} must be a finite number of meters, received ${describe(meters)}`);
-  }
-  const raw = toRaw(meters);
-  if (raw < -2147483648 || raw > 2147483647) {
-    throw new SightlineError(
-      'ERR_SIGHTLINE_INVALID_POSITION',
-      `${name} must be within ±2097152 m (Int32 raw units), received ${describe(meters)}`,
-    );
-  }
-  return raw;
-}
-
-function checkVec3(pos: unknown): [number, number, number] {
-  if (typeof pos !== 'object' || pos === null) {
-    throw new SightlineError('ERR_SIGHTLINE_INVALID_POSITION', `position must be an object { x, y, z } in meters, received ${describe(pos)}`);
-  }
-  const p = pos as Partial<Vec3>;
-  return [checkCoordinate('x', p.x), checkCoordinate('y', p.y), checkCoordinate('z', p.z === undefined ? 0 : p.z)];
-}
-
-/**
- * The packets and stats of one tick.
- *
- * Lifetime: a result's bytes live in one of two output buffers that ticks use alternately. They
- * stay valid while the next tick runs (so sending may overlap the next pass) and until the tick
- * after that starts. From then on `packets`, `viewerAt` and `bytesAt` throw
- * `ERR_SIGHTLINE_RESULT_EXPIRED`; a `Uint8Array` kept from earlier never dangles but reads
- * whatever its buffer holds by then (a later tick's bytes), so copy what must outlive that
- * (`bytes.slice()`).
- */
-export class TickResult {
-  /** The tick number (starts at 1). */
-  readonly tick: number;
-  /** Number of packets (one per served viewer). */
-  readonly count: number;
-  readonly stats: TickStats;
-  readonly #world: World;
-  readonly #epoch: number;
-  readonly #buffer: ArrayBuffer;
-  readonly #index: Uint32Array;
-  #packets: readonly Packet[] | undefined;
-
-  /** @internal */
-  constructor(world: World, epoch: number, r: NativeTickResult) {
-    this.tick = r.tick;
-    this.count = r.count;
-    this.stats = r.stats;
-    this.#world = world;
-    this.#epoch = epoch;
-    this.#buffer = r.buffer;
-    this.#index = r.index;
-  }
-
-  /** Whether the bytes are still valid (see the class docs). */
-  get valid(): boolean {
-    return this.#world.epochValid(this.#epoch);
-  }
-
-  #check(): void {
-    if (!this.valid) {
-      throw new SightlineError(
-        'ERR_SIGHTLINE_RESULT_EXPIRED',
-        `the packets of tick ${this.tick} expired when a later tick started: their buffer is reused two ticks later; copy bytes you need to keep`,
-      );
-    }
-  }
-
-  /** Every packet of the tick, in viewer order. Built once on first access; the array is frozen (every access returns it). */
-  get packets(): readonly Packet[] {
-    this.#check();
-    if (!this.#packets) {
-      const out: Packet[] = new Array(this.count);
-      const ix = this.#index;
-      for (let i = 0; i < this.count; i++) {
-        out[i] = { viewer: ix[3 * i], bytes: new Uint8Array(this.#buffer, ix[3 * i + 1], ix[3 * i + 2]) };
-      }
-      this.#packets = Object.freeze(out);
-    }
-    return this.#packets;
-  }
-
-  #checkIndex(i: number): void {
-    if (typeof i !== 'number' || (i >>> 0) !== i || i >= this.count) {
-      throw new SightlineError(
-        'ERR_SIGHTLINE_INVALID_ARGUMENT',
-        `packet index must be an integer from 0 to count-1 (count is ${this.count}), received ${describe(i)}`,
-      );
-    }
-  }
-
-  /**
-   * The viewer of packet i (0 ≤ i < count).
-   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (i not an integer in [0, count)), ERR_SIGHTLINE_RESULT_EXPIRED.
-   */
-  viewerAt(i: number): EntityId {
-    this.#checkIndex(i);
-    this.#check();
-    return this.#index[3 * i];
-  }
-
-  /**
-   * The bytes of packet i (0 ≤ i < count): a view into the reused output buffer.
-   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (i not an integer in [0, count)), ERR_SIGHTLINE_RESULT_EXPIRED.
-   */
-  bytesAt(i: number): Uint8Array {
-    this.#checkIndex(i);
-    this.#check();
-    return new Uint8Array(this.#buffer, this.#index[3 * i + 1], this.#index[3 * i + 2]);
-  }
-}
 
 /**
  * One region: entities, viewers and the replication pass.
@@ -366,20 +62,7 @@ export class World {
   #views: ({ generation: number; buffer: ArrayBuffer; index: Uint32Array } | undefined)[] = [undefined, undefined];
   #epoch = 0;
   #ticking = false;
-  // Events emitted and acknowledgements made during a tick, applied when it ends, in call order;
-  // `changes` is #viewerChanges when called; `near`, for a { near } target, the viewers whose
-  // avatars were in range when emitted.
-  #deferredEvents: (
-    | { bytes: Uint8Array; target: CheckedTarget; changes: number; near?: ReadonlySet<EntityId> }
-    | { ack: { viewer: EntityId; ack: number; ackBits: number }; changes: number }
-  )[] = [];
-  readonly #addedDuringTick = new Set<EntityId>();
-  // Viewer additions and removals during the current tick, counted, and the count at each viewer's
-  // last one: a deferred event is applied in call order with them (a viewer added or removed after
-  // the emit is not the one the event was meant for).
-  #viewerChanges = 0;
-  readonly #changedDuringTick = new Map<EntityId, number>();
-  #eventsDropped = 0;
+  readonly #events: EventRouter;
 
   /**
    * `options` may be omitted, `undefined` or `null`: every option takes its default.
@@ -415,6 +98,7 @@ export class World {
     // The buffers are the engine's memory (or, in the fallback, hold it): a transfer copies them
     // instead of moving it away.
     for (const a of [p.x, p.y, p.z]) markAsUntransferable(a.buffer);
+    this.#events = new EventRouter(() => this.#native, this.positions, config, (v) => this.hasViewer(v));
   }
 
   /** Entity slots. */
@@ -462,7 +146,7 @@ export class World {
       rethrow(e);
     }
     this.#closed = true;
-    this.#deferredEvents = [];
+    this.#events.clear();
   }
 
   /** Whether {@link close} has run. */
@@ -582,10 +266,7 @@ export class World {
     } catch (e) {
       rethrow(e);
     }
-    if (this.#ticking) {
-      this.#addedDuringTick.add(avatar);
-      this.#changedDuringTick.set(avatar, ++this.#viewerChanges);
-    }
+    if (this.#ticking) this.#events.viewerAdded(avatar);
   }
 
   /**
@@ -598,7 +279,7 @@ export class World {
     } catch (e) {
       rethrow(e);
     }
-    if (this.#ticking) this.#changedDuringTick.set(avatar, ++this.#viewerChanges);
+    if (this.#ticking) this.#events.viewerRemoved(avatar);
   }
 
   /**
@@ -626,7 +307,7 @@ export class World {
     } catch (e) {
       rethrow(e);
     }
-    if (deferred) this.#deferredEvents.push({ ack: { viewer, ack, ackBits }, changes: this.#viewerChanges });
+    if (deferred) this.#events.deferAcknowledgement(viewer, ack, ackBits);
   }
 
   /**
@@ -688,7 +369,7 @@ export class World {
     return p.then(
       (meta) => {
         this.#ticking = false;
-        this.#flushEvents();
+        this.#events.flush();
         // The output slot of this tick's parity: its buffer and index, fetched again only when the
         // addon made new ones (the `views` generation changed).
         const which = meta[TICK_META_AT.tick] & 1;
@@ -703,7 +384,7 @@ export class World {
       },
       (e) => {
         this.#ticking = false;
-        this.#flushEvents();
+        this.#events.flush();
         return rethrow(e);
       },
     );
@@ -744,52 +425,7 @@ export class World {
    */
   emit(bytes: Uint8Array, target: EventRecipients): number {
     this.#requireOpen();
-    if (!(bytes instanceof Uint8Array)) {
-      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `an event must be a Uint8Array, received ${describe(bytes)}`);
-    }
-    const t = checkTarget(target);
-    const max = this.config.eventReserveBytes - 5;
-    if (max < 1) {
-      throw new SightlineError(
-        'ERR_SIGHTLINE_EVENTS_DISABLED',
-        `events need an event reserve: build the config with eventReserveBytes above 5 (it is ${this.config.eventReserveBytes})`,
-      );
-    }
-    if (bytes.length === 0) {
-      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `an event must hold 1 to ${max} bytes, received an empty Uint8Array`);
-    }
-    if (bytes.length > max) {
-      throw new SightlineError('ERR_SIGHTLINE_EVENT_TOO_LARGE', `an event must be 1 to ${max} bytes (eventReserveBytes - 5), received ${bytes.length}`);
-    }
-    if ('viewer' in t && !this.hasViewer(t.viewer)) {
-      throw new SightlineError('ERR_SIGHTLINE_UNKNOWN_VIEWER', `entity ${describe(t.viewer)} is not a viewer`);
-    }
-    if (this.#ticking) {
-      if ('viewer' in t && !this.#addedDuringTick.has(t.viewer) && !this.#takesEvents(t.viewer)) {
-        throw new SightlineError(
-          'ERR_SIGHTLINE_EVENTS_DISABLED',
-          `viewer ${t.viewer} cannot take events: it needs { acks: true } and the config an eventReserveBytes above 5 (it is ${this.config.eventReserveBytes})`,
-        );
-      }
-      // A { near } target is measured now, as the same call between ticks would: the avatars may
-      // move or go before the tick ends. (Viewers added during this tick count by their avatars
-      // too; whether they are viewers when the event applies is decided then, in call order.)
-      const near = 'near' in t ? new Set(this.#inRange(t, [...this.#native.viewerIds(), ...this.#changedDuringTick.keys()])) : undefined;
-      this.#deferredEvents.push({ bytes: bytes.slice(), target: t, changes: this.#viewerChanges, near });
-      return 0;
-    }
-    return this.#emitNow(bytes, t, true);
-  }
-
-  // Whether a registered viewer takes events; true for one the engine does not know yet (added
-  // during this tick), whose event is then checked when the tick ends.
-  #takesEvents(viewer: EntityId): boolean {
-    try {
-      return this.#native.eventStats(viewer) !== null;
-    } catch (e) {
-      if ((e as { code?: unknown }).code === 'ERR_SIGHTLINE_UNKNOWN_VIEWER') return true;
-      rethrow(e);
-    }
+    return this.#events.emit(bytes, target, this.#ticking);
   }
 
   /**
@@ -798,7 +434,7 @@ export class World {
    * was removed during that tick).
    */
   get eventsDropped(): number {
-    return this.#eventsDropped;
+    return this.#events.dropped;
   }
 
   /** A viewer's events: queued so far, dropped (queue full), pending (not yet acknowledged); null if it takes none. */
@@ -808,91 +444,6 @@ export class World {
     } catch (e) {
       rethrow(e);
     }
-  }
-
-  // Of `ids`, the live ones whose avatar is within the { near } target's radius (2D), in order.
-  #inRange(target: NearTarget, ids: ArrayLike<EntityId>): EntityId[] {
-    const cx = toRaw(target.near.x);
-    const cy = toRaw(target.near.y);
-    const r = toRaw(target.radius);
-    const out: EntityId[] = [];
-    for (let i = 0; i < ids.length; i++) {
-      if (!this.#native.isLive(ids[i])) continue;
-      const s = this.#native.slotOf(ids[i]);
-      // hypot: dx * dx + dy * dy would overflow to Infinity for far-off points and huge radii.
-      if (Math.hypot(this.positions.x[s] - cx, this.positions.y[s] - cy) <= r) out.push(ids[i]);
-    }
-    return out;
-  }
-
-  // Queues an event for its target's viewers now. `changes`, for an event deferred during a tick:
-  // #viewerChanges when it was emitted; viewers added or removed after that are left out (a
-  // { viewer } target removed after it, even if added again, is a drop: its queue went with it).
-  // `near`: for a deferred { near } event, the viewers that were in range when it was emitted.
-  #emitNow(bytes: Uint8Array, target: CheckedTarget, strict: boolean, changes = Infinity, near?: ReadonlySet<EntityId>): number {
-    const changedSince = (v: number): boolean => (this.#changedDuringTick.get(v) ?? 0) > changes;
-    if ('viewer' in target) {
-      if (changedSince(target.viewer)) {
-        this.#eventsDropped++;
-        return 0;
-      }
-      try {
-        this.#native.emit(target.viewer, bytes, !strict);  // a refusal thrown to the caller is not a drop
-        return 1;
-      } catch (e) {
-        if (strict) rethrow(e);
-        this.#eventsDropped++;
-        return 0;
-      }
-    }
-    let viewers: ArrayLike<number>;
-    if ('holders' in target) {
-      viewers = this.#native.holders(target.holders);
-    } else {
-      const all = this.#native.viewerIds();
-      viewers = near ? Array.from(all).filter((v) => near.has(v)) : this.#inRange(target, all);
-    }
-    let queued = 0;
-    for (let i = 0; i < viewers.length; i++) {
-      if (changedSince(viewers[i])) continue;  // not a viewer when it was emitted, or not this one
-      const stats = this.#native.eventStats(viewers[i]);
-      if (!stats) continue; // takes no events
-      try {
-        this.#native.emit(viewers[i], bytes);
-        queued++;
-      } catch {
-        this.#eventsDropped++;
-      }
-    }
-    return queued;
-  }
-
-  #flushEvents(): void {
-    const events = this.#deferredEvents;
-    this.#deferredEvents = [];
-    this.#addedDuringTick.clear();
-    for (const deferred of events) {
-      if ('ack' in deferred) {
-        // A viewer removed (or removed and added again) after the acknowledgement: that session's
-        // packets went with it.
-        const { viewer, ack, ackBits } = deferred.ack;
-        if ((this.#changedDuringTick.get(viewer) ?? 0) > deferred.changes) continue;
-        try {
-          this.#native.acknowledge(viewer, ack, ackBits);
-        } catch {
-          // Unreachable: checked in full when made, against the packets sent before the tick.
-        }
-        continue;
-      }
-      const { bytes, target, changes, near } = deferred;
-      try {
-        this.#emitNow(bytes, target, false, changes, near);  // a { viewer } removed meanwhile: counted as dropped
-      } catch {
-        this.#eventsDropped++;
-      }
-    }
-    this.#changedDuringTick.clear();
-    this.#viewerChanges = 0;
   }
 
   /**

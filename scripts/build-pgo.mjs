@@ -125,8 +125,8 @@ function build() {
 }
 
 async function train() {
-  const lib = await import(pathToFileURL(join(root, 'dist', 'lib', 'index.js')).href);
-  const { World, WorldConfig, createHerd, herdDefaults, HERD_SCENARIOS, decodePacket } = lib;
+  const { World, WorldConfig, decodePacket } = await import(pathToFileURL(join(root, 'dist', 'lib', 'index.js')).href);
+  const { createHerd, herdDefaults, HERD_SCENARIOS } = await import(pathToFileURL(join(root, 'dist', 'tools', 'herd', 'index.js')).href);
   const config = WorldConfig.build();
   for (const scenario of HERD_SCENARIOS) {
     const { entities } = herdDefaults(scenario);

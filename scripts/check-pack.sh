@@ -39,8 +39,13 @@ const result = await world.tick();
 const p = decodePacket(result.packets[0].bytes, config);
 if (p.updates.length !== 1 || p.updates[0].x !== 110) throw new Error('unexpected packet ' + JSON.stringify(p));
 console.log('profile-guided prebuild loaded from the tarball: one tick, one update, no compiler');
+// The tools' entry points reach the library through the package's own name.
+const { createHerd } = await import('sightline/herd');
+const { QUALITY_STRATEGIES } = await import('sightline/quality');
+if (typeof createHerd !== 'function' || QUALITY_STRATEGIES.length !== 3) throw new Error('sightline/herd or sightline/quality did not load');
 JS
 node check.mjs
+echo "installed command: $(./node_modules/.bin/sightline --version)"
 packed_run=$(node "$root/test/helpers/digest-world.mjs" "$work/app/node_modules/sightline/dist/lib/index.js" | tail -n 1)
 digest() { sed -E 's/.*"digest":"([0-9a-f]+)".*/\1/' <<<"$1"; }
 guided() { sed -E 's/.*"profileGuided":(true|false).*/\1/' <<<"$1"; }

@@ -12,6 +12,6 @@ export default function setup(): void {
     encoding: 'utf8',
   });
   if (tsc.error) throw tsc.error;
-  const cli = join(root, 'dist', 'lib', 'cli.js');
+  const cli = join(root, 'dist', 'tools', 'cli', 'main.js');
   if (!existsSync(cli)) throw new Error(`tsc -p tsconfig.build.json did not produce ${cli}:\n${tsc.stdout}${tsc.stderr}`);
 }

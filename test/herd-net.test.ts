@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const cli = join(root, 'dist', 'lib', 'cli.js');
+const cli = join(root, 'dist', 'tools', 'cli', 'main.js');
 
 function sightline(...args: string[]): SpawnSyncReturns<string> {
   return spawnSync(process.execPath, [cli, ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { WorldConfig } from '../lib/config.js';
-import { HERD_SCENARIOS, createHerd, herdDefaults, mulberry32, type Herd, type HerdScenario } from '../lib/herd.js';
+import { mulberry32 } from '../lib/random.js';
+import { HERD_SCENARIOS, createHerd, herdDefaults, type Herd, type HerdScenario } from '../tools/herd/scenarios.js';
 import { World } from '../lib/world.js';
 
 function makeWorld(capacity: number): World {

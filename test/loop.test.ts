@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { WorldConfig } from '../lib/config.js';
-import { createHerd } from '../lib/herd.js';
+import { createHerd } from '../tools/herd/scenarios.js';
 import { run, runLoop, type LoopReport, type LoopOptions } from '../lib/loop.js';
 import { World } from '../lib/world.js';
 

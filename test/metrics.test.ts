@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { WorldConfig, type WorldConfigInput } from '../lib/config.js';
-import { TickMetrics, createPrometheusRegistry } from '../lib/metrics.js';
+import { createPrometheusRegistry } from '../lib/prometheus.js';
+import { TickMetrics } from '../tools/herd/metrics.js';
 import { World, type EntityId } from '../lib/world.js';
 
 // A viewer at (1000 m, 1000 m) with entities at the given x offsets (meters) on the same row.

@@ -1,10 +1,10 @@
-// The quality harness (lib/quality.ts): report shape, same bytes for every strategy, what is
+// The quality harness (tools/quality/): report shape, same bytes for every strategy, what is
 // robustly true of the strategies on a small dense run, determinism, and the command.
 import { Command, CommanderError } from 'commander';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { main } from '../lib/cli.js';
-import { QUALITY_BANDS, QUALITY_STRATEGIES, UMWELT_REFERENCE, formatQualityReport, runQuality, type QualityReport } from '../lib/quality.js';
-import { registerQualityCommand } from '../lib/quality-cli.js';
+import { main } from '../tools/cli/main.js';
+import { QUALITY_BANDS, QUALITY_STRATEGIES, UMWELT_REFERENCE, formatQualityReport, runQuality, type QualityReport } from '../tools/quality/index.js';
+import { registerQualityCommand } from '../tools/cli/quality-command.js';
 
 // QUALITY_SEED=n reruns with another seed.
 const SEED = Number(process.env.QUALITY_SEED ?? 7);

@@ -1,8 +1,8 @@
 // `sightline quality`: the command-line front of runQuality (quality.ts), kept apart so that
 // importing the library does not load the command-line parser.
 import { Option, type Command } from 'commander';
-import { integerOption } from './cli-util.js';
-import { QUALITY_STRATEGIES, formatQualityReport, runQuality, type QualityStrategy } from './quality.js';
+import { QUALITY_STRATEGIES, formatQualityReport, runQuality, type QualityStrategy } from '../quality/index.js';
+import { integerOption } from './util.js';
 
 /** Options of `sightline quality`, parsed. */
 interface QualityCommandOptions {

@@ -2,7 +2,7 @@
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { InvalidArgumentError } from 'commander';
-import { SightlineError } from './errors.js';
+import { SightlineError } from 'sightline';
 
 /** Exit code for bad usage: unknown flags, invalid values. */
 export const EXIT_USAGE = 2;

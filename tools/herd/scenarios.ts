@@ -1,10 +1,6 @@
 // Seeded, repeatable load games: spawn a herd of entities and viewers into a World and move them
 // every tick by writing world.positions. The same seed gives the same positions on every run.
-import { WorldConfig } from './config.js';
-import { SightlineError, describe, readOptions } from './errors.js';
-import { RAW_PER_METER } from './fixed.js';
-import { mulberry32 } from './random.js';
-import type { ViewerOptions, World } from './world.js';
+import { RAW_PER_METER, SightlineError, WorldConfig, describeValue as describe, mulberry32, readOptions, type ViewerOptions, type World } from 'sightline';
 
 /**
  * A load scenario.
@@ -100,7 +96,6 @@ export interface Herd {
   step(tick?: number): void;
 }
 
-export { mulberry32 } from './random.js';
 
 function invalid(message: string): never {
   throw new SightlineError('ERR_SIGHTLINE_INVALID_HERD_OPTION', message);

@@ -1,8 +1,9 @@
 // The bot process of `sightline herd --net udp`: UdpClients on loopback, driven by the parent over
 // the node:child_process IPC channel (messages in bot-messages.ts). It exits when the parent says
 // stop, when the IPC channel closes (the parent ended), or once the start message's lifetime is up.
-import { isEntryPoint } from '../cli-util.js';
-import { SightlineError } from '../errors.js';
+import { SightlineError } from 'sightline';
+import { UdpClient } from 'sightline/net';
+import { isEntryPoint } from '../cli/util.js';
 import {
   MAX_BOT_CLIENTS,
   decodeHeartbeat,
@@ -16,8 +17,7 @@ import {
   type BotsToParent,
   type ParentToBots,
 } from './bot-messages.js';
-import { UdpClient } from './udp-client.js';
-import { untilQuiet } from './udp-common.js';
+import { untilQuiet } from './settle.js';
 
 // Failure messages kept for the connected message.
 const MAX_ERRORS = 5;

@@ -5,11 +5,9 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { SightlineError } from '../errors.js';
-import { RAW_PER_METER } from '../fixed.js';
-import { mulberry32 } from '../herd.js';
-import { summarize } from '../metrics.js';
-import type { EntityId, TickResult, World } from '../world.js';
+import { RAW_PER_METER, SightlineError, mulberry32, type EntityId, type TickResult, type World } from 'sightline';
+import { UdpServer, type UdpServerCounters } from 'sightline/net';
+import { summarize } from './metrics.js';
 import {
   MAX_BOT_CLIENTS,
   encodeHeartbeat,
@@ -19,8 +17,7 @@ import {
   type BotsToParent,
   type ParentToBots,
 } from './bot-messages.js';
-import { untilQuiet } from './udp-common.js';
-import { UdpServer, type UdpServerCounters } from './udp-server.js';
+import { untilQuiet } from './settle.js';
 
 /** Event reserve of the World a networked herd runs on, bytes per packet (config `eventReserveBytes`). */
 export const NET_EVENT_RESERVE_BYTES = 96;

@@ -1,0 +1,125 @@
+// The shapes the World API takes and returns: entity ids, positions (meters and raw), options,
+// packets, and the introspection views (gather, ghost table).
+import type { NativeTickStats } from './binding.js';
+
+/**
+ * An entity's id: slot (low 20 bits) and generation (high 12 bits). A despawned entity's slot is
+ * reused with the next generation, so a stale id is refused (`ERR_SIGHTLINE_STALE_ENTITY`) rather
+ * than answering for the new occupant, until that slot has been reused 4,096 times. Freed slots are
+ * reused oldest first, and only once 4,096 of them wait (or no never-used slot is left), so a
+ * despawned id stays refused for at least 4,096 × min(4,096, capacity − live) later despawns:
+ * 16.7 million with room to spare, days of heavy churn.
+ */
+export type EntityId = number;
+
+/** A position in meters. x and y are horizontal; z is vertical. */
+export interface Vec3 {
+  x: number;
+  y: number;
+  z: number;
+}
+
+/**
+ * A position given to spawn or setPosition, in meters: z may be left out and is then 0. Other keys
+ * are not read, so a game object that has x, y and z may be passed as it is; a misspelt key (`Z`)
+ * is therefore no error at run time, though TypeScript flags it in an object literal.
+ */
+export interface PositionInput {
+  x: number;
+  y: number;
+  z?: number;
+}
+
+export interface WorldOptions {
+  /** Entity slots, 1 to 1,048,576. Default 65,536. */
+  capacity?: number;
+  /** Threads for the pass: 0 = every core (default), 1 = inline on one pool thread. */
+  threads?: number;
+  /**
+   * Expose positions as external ArrayBuffers over the engine's memory (default true). Where the
+   * runtime refuses external buffers, or with `false`, the engine adopts V8-allocated buffers
+   * instead (and copies each tick's packets into one); the arrays behave the same either way.
+   * The position and packet buffers are marked untransferable (`markAsUntransferable` of
+   * `node:worker_threads`), in both modes: `postMessage` and `structuredClone` copy them. In the
+   * fallback, a position buffer detached by other means takes the entity memory with it: the world
+   * then refuses `spawn`, `tick` and `rebuildSnapshot` with `ERR_SIGHTLINE_POSITIONS_DETACHED`. A
+   * packet buffer detached by other means is replaced by the next tick that writes it.
+   */
+  externalBuffers?: boolean;
+  /**
+   * Ghost tables also keep the last position sent of every ghost, as the client decodes it
+   * (quantized, z clamped to the vertical extent), so {@link World.ghosts} can report it (tools,
+   * tests, convergence checks). Costs one extra write per record. Default false.
+   */
+  recordGhostPositions?: boolean;
+}
+
+export interface ViewerOptions {
+  /** Bytes per packet for this viewer, header included. Default: config.payloadBytes (1200). */
+  payloadBytes?: number;
+  /** Serve this viewer every Nth tick (1 to 65535). Phases are spread across viewers. Default 1. */
+  sendPeriod?: number;
+  /**
+   * The client acknowledges packets ({@link World.acknowledge}): marks then advance when a packet
+   * is acknowledged, and a lost packet's records regain their priority, its new ghosts are
+   * announced again and its despawns resent. The engine keeps the last 64 packets' records for it.
+   * A viewer that never acknowledges behaves as one without acks. Default false.
+   */
+  acks?: boolean;
+}
+
+/**
+ * Raw positions by slot: Int32Array views over the engine's entity arrays (zero copy), in raw
+ * fixed point (1 m = 1024). Write to move entities: `x[world.slotOf(id)] += toRaw(1.5)`.
+ *
+ * Int32Array semantics apply to what you write: a float is truncated toward zero, NaN and
+ * ±Infinity become 0, and a value outside the Int32 range wraps modulo 2^32. An entity whose x or
+ * y falls outside [0, regionSize) is outside the region: left out of the snapshot (counted as
+ * `outsideRegion`), invisible until it returns, and a viewer whose avatar is there is skipped.
+ */
+export interface Positions {
+  readonly x: Int32Array;
+  readonly y: Int32Array;
+  readonly z: Int32Array;
+}
+
+/** One packet: the viewer (its avatar's id) and the bytes to send it. */
+export interface Packet {
+  readonly viewer: EntityId;
+  readonly bytes: Uint8Array;
+}
+
+/** Counters of one tick (sums over viewers) and the time its phases took (µs). */
+export type TickStats = NativeTickStats;
+
+/** Candidates of a gather: ids, squared horizontal distances (raw², i.e. meters² × 2^20). */
+export interface GatherResult {
+  readonly ids: Uint32Array;
+  readonly distancesSq: Float64Array;
+  /** Entities whose distance was computed before the walk stopped. */
+  readonly examined: number;
+}
+
+/**
+ * A viewer's ghost table: what its client holds, with the positions last sent as the client
+ * decodes them (raw: quantized, z clamped to the vertical extent; null unless the world was
+ * created with `recordGhostPositions: true`).
+ */
+export interface GhostTableView {
+  readonly ids: Uint32Array;
+  readonly x: Int32Array | null;
+  readonly y: Int32Array | null;
+  readonly z: Int32Array | null;
+  /**
+   * Per ghost: 0 live (the client holds it), 1 departing (evicted; its despawn record has not been
+   * sent yet: the client still holds it), 3 not held (acks viewers: the packet announcing it was
+   * lost for certain; it is announced again when eligible, or a despawn is sent). A ghost leaves
+   * the table when its despawn record is written (2, despawn sent, is no longer used: for acks
+   * viewers a lost despawn is sent again from the packet log).
+   */
+  readonly state: Uint8Array;
+  /** Sequence number the next packet to this viewer will carry. */
+  readonly sequence: number;
+  /** Passes this viewer has been served (its send period counts only the ticks it is due). */
+  readonly passes: number;
+}

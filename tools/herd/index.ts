@@ -1,0 +1,10 @@
+// sightline/herd: the load game built on the public library: seeded scenarios that move a World's
+// entities, a metrics accumulator for a run (pass times, packet fill, bandwidth, coverage), and the
+// whole `sightline herd` run, in process or over UDP to a process of bot clients.
+export { createHerd, herdDefaults, HERD_SCENARIOS } from './scenarios.js';
+export type { Herd, HerdOptions, HerdScenario, HerdCounts } from './scenarios.js';
+export { TickMetrics, TARGETS, summarize } from './metrics.js';
+export type { MetricsReport, MetricsOptions, Distribution, TargetCheck } from './metrics.js';
+export { runHerd, HERD_NETS, HERD_DEFAULT_SECONDS } from './run.js';
+export type { HerdReport, HerdCommandOptions, HerdNet, HerdProgress } from './run.js';
+export type { NetworkReport } from './net-herd.js';

@@ -1,0 +1,186 @@
+// One herd run: a seeded load scenario on a new World at the config's tick rate, in process or
+// serving bot clients over UDP, measured by TickMetrics; what `sightline herd` prints.
+import { SightlineError, World, WorldConfig, run, type LoopSummary, type OverrunPolicy } from 'sightline';
+import { TickMetrics, type MetricsReport } from './metrics.js';
+import { NET_DEFAULT_CLIENTS, NET_EVENT_RESERVE_BYTES, NetHerd, type NetworkReport } from './net-herd.js';
+import { createHerd, herdDefaults, type HerdScenario } from './scenarios.js';
+
+/** Transports `sightline herd --net` offers: `none` keeps every viewer in-process. */
+export type HerdNet = 'none' | 'udp';
+
+/** Valid {@link HerdNet} values. */
+export const HERD_NETS: readonly HerdNet[] = Object.freeze(['none', 'udp'] as const);
+
+/** Options of `sightline herd`, parsed. */
+export interface HerdCommandOptions {
+  scenario: HerdScenario;
+  entities?: number;
+  /** In-process viewers (default: the scenario's; with `net: 'udp'`, 0). */
+  viewers?: number;
+  /** `'udp'`: serve bot clients in a child process over loopback UDP. Default `'none'`. */
+  net?: HerdNet;
+  /** Bot clients with `net: 'udp'` (default {@link NET_DEFAULT_CLIENTS}). */
+  clients?: number;
+  threads: number;
+  seconds: number;
+  seed: number;
+  overrun: OverrunPolicy;
+  sample: number;
+  json: boolean;
+  progress: boolean;
+}
+
+/** The report `sightline herd` prints (`--json`: this object). */
+export interface HerdReport {
+  command: 'herd';
+  scenario: HerdScenario;
+  entities: number;
+  /** In-process viewers (the networked clients' viewers are counted in `network`). */
+  viewers: number;
+  /** A SIGINT ended the run before its time: the report covers the ticks run until then. */
+  interrupted: boolean;
+  threads: number;
+  seed: number;
+  net: HerdNet;
+  /** Requested run time, s. */
+  seconds: number;
+  overrun: OverrunPolicy;
+  /** Deadlines in the requested time: round(seconds × tickHz). */
+  ticksDue: number;
+  /** Set-up time (world, spawns, viewers), ms. */
+  setupMs: number;
+  config: {
+    regionSize: number;
+    viewRadius: number;
+    cellSize: number;
+    tickHz: number;
+    payloadBytes: number;
+    /** Bytes per packet held back for reliable events (96 with `--net udp`, else 0). */
+    eventReserveBytes: number;
+    /** Update slots with the whole event reserve in use (config.slotsPerPacket); without events, metrics.recordsPerPacket.slots. */
+    slotsPerPacket: number;
+    walkCap: number;
+    ghostCap: number;
+  };
+  loop: LoopSummary;
+  metrics: MetricsReport;
+  /** With `--net udp`: the server, the bot clients, perceived error and event delivery; else null. */
+  network: NetworkReport | null;
+}
+
+/** Default run time of `sightline herd`, s. */
+export const HERD_DEFAULT_SECONDS = 10;
+
+/** Progress of a herd run, handed to `onProgress` after every tick. */
+export interface HerdProgress {
+  /** Time since the first deadline, ms. */
+  elapsedMs: number;
+  /** The run's length, ms: seconds × 1000. */
+  totalMs: number;
+}
+
+/**
+ * Runs a herd scenario on a new World at config.input.tickHz and returns the report. The run lasts
+ * `seconds` of wall-clock time: round(seconds × tickHz) deadlines, and when ticks overrun (under
+ * `'stretch'`) the loop is stopped once that time has passed, so fewer ticks run than were due.
+ * `onProgress` is called after every tick. A SIGINT ends the run early (the report covers the
+ * ticks run).
+ *
+ * With `net: 'udp'` the World gets an event reserve of {@link NET_EVENT_RESERVE_BYTES} bytes, a
+ * UdpServer listens on 127.0.0.1 and one forked bot process connects `clients` UdpClients before
+ * the run starts (see lib/net/herd-net.ts); each takes a herd entity (after the in-process
+ * viewers) as its avatar. Up to half a second of ticks follows the run while heartbeat events
+ * await acknowledgement; the bot process is stopped before this resolves or rejects.
+ * @throws SightlineError from the World or the herd (bad counts, capacity), ERR_SIGHTLINE_INVALID_HERD_OPTION
+ *   (more clients than entities left after the viewers), ERR_SIGHTLINE_NET_BIND, ERR_SIGHTLINE_NET_BOTS.
+ */
+export async function runHerd(
+  options: Omit<HerdCommandOptions, 'json' | 'progress'>,
+  onProgress?: (metrics: TickMetrics, progress: HerdProgress) => void,
+): Promise<HerdReport> {
+  const started = performance.now();
+  const counts = herdDefaults(options.scenario, options.entities);
+  const networked = options.net === 'udp';
+  const viewers = options.viewers ?? (networked ? 0 : counts.viewers);
+  const clients = networked ? (options.clients ?? Math.min(NET_DEFAULT_CLIENTS, counts.entities - viewers)) : 0;
+  if (networked && (clients < 1 || clients > counts.entities - viewers)) {
+    throw new SightlineError(
+      'ERR_SIGHTLINE_INVALID_HERD_OPTION',
+      `clients must be from 1 to the entities that are not viewers (${counts.entities - viewers}), received ${clients}`,
+    );
+  }
+  const config = networked ? WorldConfig.build({ eventReserveBytes: NET_EVENT_RESERVE_BYTES }) : WorldConfig.build();
+  const world = new World(config, { capacity: counts.entities, threads: options.threads });
+  const herd = createHerd(world, { scenario: options.scenario, entities: counts.entities, viewers, seed: options.seed });
+  const setupMs = performance.now() - started;
+  const net = networked
+    ? await NetHerd.start(world, { ids: herd.ids, slots: herd.slots, avatars: herd.ids.subarray(viewers), clients, seconds: options.seconds })
+    : undefined;
+  const ticksDue = Math.max(1, Math.round(options.seconds * config.input.tickHz));
+  const totalMs = (ticksDue * 1000) / config.input.tickHz;
+  let metrics: TickMetrics;
+  let summary: LoopSummary;
+  let interrupted = false;
+  let network: NetworkReport | null = null;
+  try {
+    metrics = new TickMetrics(world, { entities: herd.ids, sampleViewers: options.sample });
+    const epoch = performance.now();
+    const loop = run(world, {
+      step: () => herd.step(),
+      onTick: (result, report) => {
+        net?.onTick(result, report.tick);
+        metrics.record(result, report);
+        onProgress?.(metrics, { elapsedMs: performance.now() - epoch, totalMs });
+      },
+      overrun: options.overrun,
+      ticks: ticksDue,
+    });
+    const timer = setTimeout(() => void loop.stop(), totalMs);
+    const interrupt = (): void => {
+      interrupted = true;
+      void loop.stop();
+    };
+    process.once('SIGINT', interrupt);
+    try {
+      summary = await loop.done;
+    } finally {
+      clearTimeout(timer);
+      metrics.close();
+    }
+    try {
+      if (net) network = await net.finish();
+    } finally {
+      process.removeListener('SIGINT', interrupt);
+    }
+  } finally {
+    await net?.close();
+  }
+  return {
+    command: 'herd',
+    scenario: options.scenario,
+    entities: counts.entities,
+    viewers,
+    interrupted,
+    threads: world.threads,
+    seed: options.seed,
+    net: options.net ?? 'none',
+    seconds: options.seconds,
+    overrun: options.overrun,
+    ticksDue,
+    setupMs,
+    config: {
+      regionSize: config.input.regionSize,
+      viewRadius: config.input.viewRadius,
+      cellSize: config.cellSize,
+      tickHz: config.input.tickHz,
+      payloadBytes: config.payloadBytes,
+      eventReserveBytes: config.eventReserveBytes,
+      slotsPerPacket: config.slotsPerPacket,
+      walkCap: config.walkCap,
+      ghostCap: config.ghostCap,
+    },
+    loop: summary,
+    metrics: metrics.report(summary),
+    network,
+  };
+}
