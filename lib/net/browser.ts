@@ -5,6 +5,7 @@ export { ClientWorld } from './client-world.js';
 export type {
   ClientEntity,
   ClientWorldOptions,
+  PredictedPosition,
   ClientWorldCounters,
   ReceiveStatus,
   AckState,
@@ -13,6 +14,8 @@ export type {
   DespawnListener,
   EventListener,
 } from './client-world.js';
+export { extrapolateAxis, isJump, readExtrapolation } from './extrapolate.js';
+export type { ExtrapolationOptions, Extrapolation } from './extrapolate.js';
 export { LossyLink, mulberry32 } from './lossy-link.js';
 export type { LinkConditions, LossyLinkOptions, LossyLinkCounters } from './lossy-link.js';
 export { acknowledgeOf, checkTickPackets, classifyAckError, zeroCounters } from './transport.js';
