@@ -1,12 +1,22 @@
 // The quality report as text.
 import { UNCAPPED_WALK } from 'sightline';
-import type { QualityBandReport, QualityReport } from './types.js';
+import type { QualityMoment, QualityMomentReport, QualityReport } from './types.js';
 
 function num(v: number, decimals: number): string {
   return v.toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
 }
 
-/** Renders a quality report as a text table: strategies side by side, umwelt-rs beside them. */
+const MOMENT_LABEL: Readonly<Record<QualityMoment, string>> = {
+  before: 'before the packet',
+  after: 'after the packet',
+  extrapolated: 'before the packet, extrapolated',
+};
+
+/**
+ * Renders a quality report as a text table: strategies side by side, umwelt-rs's published
+ * figures beside the moment they were measured at (before the packet), with what differs from
+ * their run under the table.
+ */
 export function formatQualityReport(r: QualityReport): string {
   const names = r.strategies.map((s) => s.strategy);
   const ref = r.reference.meanAngularErrorMrad;
@@ -16,21 +26,27 @@ export function formatQualityReport(r: QualityReport): string {
     rows.push([title, ...names.map(() => ''), '']);
   };
   // A band with nothing to measure (no entity held there, or none in range) shows a dash, not 0.
-  const perBand = (fmtBand: (b: QualityBandReport) => string, refs?: readonly number[], overall = true, ofHeld = true): void => {
-    const cell = (b: QualityBandReport): string => ((ofHeld ? b.held : b.observations) === 0 ? '–' : fmtBand(b));
+  const perBand = (moment: QualityMoment, fmt: (m: QualityMomentReport) => string, refs?: readonly number[], ofHeld = true): void => {
+    const cell = (b: QualityReport['strategies'][number]['overall']): string => ((ofHeld ? b[moment].held : b.observations) === 0 ? '–' : fmt(b[moment]));
     r.bands.forEach((band, i) => rows.push([`  ${band.label}`, ...r.strategies.map((s) => cell(s.bands[i])), refs ? num(refs[i], 2) : '']));
-    if (overall) rows.push(['  all', ...r.strategies.map((s) => cell(s.overall)), '']);
+    rows.push(['  all', ...r.strategies.map((s) => cell(s.overall)), '']);
   };
-  section('angular error, mean (mrad)');
-  perBand((b) => num(b.meanAngularErrorMrad, 2), ref);
-  section('angular error, p99 (mrad)');
-  perBand((b) => num(b.p99AngularErrorMrad, 1));
-  section('position error, mean / p99 (m)');
-  perBand((b) => `${num(b.meanPositionErrorM, 3)} / ${num(b.p99PositionErrorM, 2)}`);
-  section('staleness, mean / p99 (ticks)');
-  perBand((b) => `${num(b.meanStalenessTicks, 1)} / ${num(b.p99StalenessTicks, 0)}`);
-  section('in range, not held by the client (%)');
-  perBand((b) => num(b.notHeldShare * 100, 1), undefined, true, false);
+  for (const moment of ['before', 'extrapolated', 'after'] as const) {
+    section(`angular error, mean (mrad), ${MOMENT_LABEL[moment]}`);
+    perBand(moment, (m) => num(m.meanAngularErrorMrad, 2), moment === r.reference.moment ? ref : undefined);
+  }
+  for (const moment of ['before', 'after'] as const) {
+    section(`angular error, p99 (mrad), ${MOMENT_LABEL[moment]}`);
+    perBand(moment, (m) => num(m.p99AngularErrorMrad, 1));
+  }
+  for (const moment of ['before', 'after'] as const) {
+    section(`position error, mean / p99 (m), ${MOMENT_LABEL[moment]}`);
+    perBand(moment, (m) => `${num(m.meanPositionErrorM, 3)} / ${num(m.p99PositionErrorM, 2)}`);
+  }
+  section(`staleness, mean / p99 (ticks), ${MOMENT_LABEL.before}`);
+  perBand('before', (m) => `${num(m.meanStalenessTicks, 1)} / ${num(m.p99StalenessTicks, 0)}`);
+  section(`in range, not held by the client (%), ${MOMENT_LABEL.before}`);
+  perBand('before', (m) => num(m.notHeldShare * 100, 1), undefined, false);
   rows.push('rule');
   rows.push([
     'in range, never updated (pairs)',
@@ -55,11 +71,14 @@ export function formatQualityReport(r: QualityReport): string {
       ? `every tick after ${r.warmupTicks} warm-up ticks (${num(r.measuredTicks, 0)} tick${r.measuredTicks === 1 ? '' : 's'})`
       : `every ${r.measureEvery} ticks after ${r.warmupTicks} warm-up ticks (${num(r.measuredTicks, 0)} tick${r.measuredTicks === 1 ? '' : 's'})`;
   const head =
-    `sightline quality: speed-mix, ${num(r.entities, 0)} entities, ${num(r.viewers, 0)} viewers, ${num(r.ticks, 0)} ticks at ${c.tickHz} Hz${r.interrupted ? ' (interrupted)' : ''}, seed ${r.seed}\n` +
+    `sightline quality: ${r.scenario}, ${num(r.entities, 0)} entities, ${num(r.viewers, 0)} viewers, ${num(r.ticks, 0)} ticks at ${c.tickHz} Hz${r.interrupted ? ' (interrupted)' : ''}, seed ${r.seed}\n` +
     `region ${c.regionSize} m, view radius ${c.viewRadius} m, ${c.payloadBytes}-byte packets (${c.slotsPerPacket} update slots), ` +
     `walk cap ${c.walkCap === UNCAPPED_WALK ? 'uncapped' : c.walkCap}, ghost cap ${c.ghostCap}, grace ${c.graceTicks} passes\n` +
-    `compared with the truth ${measured}, every viewer; ${num(r.meanInRange, 1)} entities in range per viewer (mean); ` +
-    `errors and staleness cover entities the client holds; wall ${num(r.wallMs / 1000, 1)} s`;
-  const foot = `  ¹ published figures: ${r.reference.source} (mean angular error per band).`;
+    `compared with the truth ${measured}, every viewer, just before and just after each tick's packet; ${num(r.meanInRange, 1)} entities in range per viewer (mean); ` +
+    `errors and staleness cover entities the client holds; extrapolated: from the two newest updates, at most ${num(r.extrapolate.maxTicks, 0)} ticks ahead; wall ${num(r.wallMs / 1000, 1)} s`;
+  const foot =
+    r.differences.length === 0
+      ? `  ¹ published figures: ${r.reference.source}: the same scenario, measured at the same moment.`
+      : `  ¹ published figures: ${r.reference.source}. This run differs:\n${r.differences.map((d) => `    - ${d}`).join('\n')}`;
   return `${head}\n\n${lines.join('\n')}\n\n${foot}\n`;
 }
