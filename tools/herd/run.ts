@@ -1,6 +1,7 @@
 // One herd run: a seeded load scenario on a new World at the config's tick rate, in process or
 // serving bot clients over UDP, measured by TickMetrics; what `sightline herd` prints.
 import { SightlineError, World, WorldConfig, run, type LoopSummary, type OverrunPolicy } from 'sightline';
+import { GcMonitor, type GcReport } from './gc.js';
 import { TickMetrics, type MetricsReport } from './metrics.js';
 import { NET_DEFAULT_CLIENTS, NET_EVENT_RESERVE_BYTES, NetHerd, type NetworkReport } from './net-herd.js';
 import { createHerd, herdDefaults, type HerdScenario } from './scenarios.js';
@@ -64,6 +65,11 @@ export interface HerdReport {
   };
   loop: LoopSummary;
   metrics: MetricsReport;
+  /**
+   * Garbage collection from the first tick to the last: pauses (count, total, longest, by kind),
+   * and with `node --expose-gc` the heap after a forced collection before and after the run.
+   */
+  gc: GcReport;
   /** With `--net udp`: the server, the bot clients, perceived error and event delivery; else null. */
   network: NetworkReport | null;
 }
@@ -120,10 +126,12 @@ export async function runHerd(
   const totalMs = (ticksDue * 1000) / config.input.tickHz;
   let metrics: TickMetrics;
   let summary: LoopSummary;
+  const gc = new GcMonitor();
   let interrupted = false;
   let network: NetworkReport | null = null;
   try {
     metrics = new TickMetrics(world, { entities: herd.ids, sampleViewers: options.sample });
+    gc.start();
     const epoch = performance.now();
     const loop = run(world, {
       step: () => herd.step(),
@@ -146,6 +154,7 @@ export async function runHerd(
     } finally {
       clearTimeout(timer);
       metrics.close();
+      gc.stop();
     }
     try {
       if (net) network = await net.finish();
@@ -181,6 +190,7 @@ export async function runHerd(
     },
     loop: summary,
     metrics: metrics.report(summary),
+    gc: gc.report(),
     network,
   };
 }
