@@ -549,7 +549,7 @@ export class TickMetrics {
       }
     }
     const config = this.#world.config;
-    const tickHz = config.input.tickHz;
+    const tickHz = config.tickHz;
     const ticks = this.#ticks;
     const dropped = summary ? Math.max(summary.dropped, this.#dropped) : this.#dropped;
     const measured = summary ? summary.elapsedMs : ticks === 0 ? 0 : this.#lastAt - this.#firstAt;

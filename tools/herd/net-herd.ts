@@ -239,7 +239,7 @@ export class NetHerd {
   private constructor(world: World, options: NetHerdOptions) {
     this.#world = world;
     this.#options = options;
-    this.#tickHz = world.config.input.tickHz;
+    this.#tickHz = world.config.tickHz;
     const ring = Math.max(8, 2 * this.#tickHz);
     this.#ringTick = new Float64Array(ring).fill(-1);
     this.#ringX = Array.from({ length: ring }, () => new Int32Array(options.ids.length));
