@@ -1,0 +1,132 @@
+// NativeWorld's class definition, construction (entity memory shared with JavaScript), close(), and
+// the checks its methods share.
+#include "native_world.h"
+
+#include <string>
+#include <system_error>
+
+#include "args.h"
+#include "buffers.h"
+#include "config_object.h"
+
+namespace sightline::addon {
+
+Napi::Function NativeWorld::Init(Napi::Env env) {
+  return DefineClass(env, "NativeWorld",
+                     {
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::Spawn>>("spawn"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::Despawn>>("despawn"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::SlotOf>>("slotOf"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::IsLive>>("isLive"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::Positions>>("positions"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::Odometer>>("odometer"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::AddViewer>>("addViewer"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::RemoveViewer>>("removeViewer"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::HasViewer>>("hasViewer"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::Acknowledge>>("acknowledge"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::AckStats>>("ackStats"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::Emit>>("emit"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::Holders>>("holders"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::ViewerIds>>("viewerIds"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::EventStats>>("eventStats"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::ViewerCount>>("viewerCount"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::Tick>>("tick"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::RebuildSnapshot>>("rebuildSnapshot"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::SnapshotInfo>>("snapshotInfo"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::Gather>>("gather"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::Ghosts>>("ghosts"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::Info>>("info"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::OutputViews>>("outputViews"),
+                         InstanceMethod<&NativeWorld::Close>("close"),
+                     });
+}
+
+NativeWorld::NativeWorld(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeWorld>(info) {
+  Napi::Env env = info.Env();
+  data_ = env.GetInstanceData<AddonData>();
+  ConfigInput in = configFromObject(env, info.Length() > 0 ? info[0] : env.Undefined());
+  double capacity = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : 65536;
+  double threads = info.Length() > 2 && info[2].IsNumber() ? info[2].As<Napi::Number>().DoubleValue() : 0;
+  bool tryExternal = !(info.Length() > 3 && info[3].IsBoolean() && !info[3].As<Napi::Boolean>().Value());
+  bool recordGhostPositions = info.Length() > 4 && info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();
+  if (!(capacity >= 1 && capacity <= kMaxCapacity) || capacity != double(uint32_t(capacity)))
+    throw codedError(env, "ERR_SIGHTLINE_INVALID_CAPACITY",
+                     "capacity must be an integer between 1 and " + std::to_string(kMaxCapacity) +
+                         ", received " + num(capacity));
+  if (!(threads >= 0 && threads <= 256) || threads != double(uint32_t(threads)))
+    throw codedError(env, "ERR_SIGHTLINE_INVALID_THREADS",
+                     "threads must be an integer between 0 (all cores) and 256, received " + num(threads));
+  threads_ = uint32_t(threads);
+  guarded(env, [&] {
+    Config c = buildConfig(in);
+    world_ = std::make_unique<World>(c, uint32_t(capacity), recordGhostPositions);
+    return 0;
+  });
+  try {
+    pool_ = data_->pool(threads_);
+  } catch (const std::system_error& e) {
+    throw codedError(env, "ERR_SIGHTLINE_THREADS_UNAVAILABLE",
+                     "could not start " + std::to_string(threads_) + " pass threads: " + e.what());
+  }
+
+  // Entity positions: external ArrayBuffers over engine memory, or V8 buffers the engine adopts.
+  EntityStore& st = world_->entities();
+  size_t bytes = size_t(st.capacity()) * sizeof(int32_t);
+  Napi::Object pos = Napi::Object::New(env);
+  Napi::Value ax, ay, az;
+  if (tryExternal) {
+    std::shared_ptr<void> owner = st.memoryOwner();
+    ax = externalBuffer(env, st.x(), bytes, owner);
+    if (!ax.IsEmpty()) ay = externalBuffer(env, st.y(), bytes, owner), az = externalBuffer(env, st.z(), bytes, owner);
+  }
+  external_ = !ax.IsEmpty() && !ay.IsEmpty() && !az.IsEmpty();
+  if (!external_) {
+    Napi::ArrayBuffer bx = Napi::ArrayBuffer::New(env, bytes), by = Napi::ArrayBuffer::New(env, bytes),
+                     bz = Napi::ArrayBuffer::New(env, bytes);
+    st.useMemory(static_cast<int32_t*>(bx.Data()), static_cast<int32_t*>(by.Data()),
+                 static_cast<int32_t*>(bz.Data()));
+    ax = bx, ay = by, az = bz;
+    adopted_[0] = Napi::Persistent(bx), adopted_[1] = Napi::Persistent(by), adopted_[2] = Napi::Persistent(bz);
+  }
+  pos.Set("x", Napi::Int32Array::New(env, st.capacity(), ax.As<Napi::ArrayBuffer>(), 0));
+  pos.Set("y", Napi::Int32Array::New(env, st.capacity(), ay.As<Napi::ArrayBuffer>(), 0));
+  pos.Set("z", Napi::Int32Array::New(env, st.capacity(), az.As<Napi::ArrayBuffer>(), 0));
+  pos.Set("external", Napi::Boolean::New(env, external_));
+  positions_ = Napi::Persistent(pos);
+}
+
+// close(): releases the engine (entities, viewers and ghost tables, snapshot) now rather than
+// when the object is collected. Memory JavaScript still holds views of (positions, the packets'
+// buffers) goes with the last view. Not while a tick runs; idempotent.
+Napi::Value NativeWorld::Close(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!world_) return env.Undefined();
+  requireIdle(env, "close()");
+  pending_.clear();
+  for (Slot& slot : out_) slot = Slot{};
+  positions_.Reset();
+  for (auto& a : adopted_) a.Reset();
+  world_.reset();
+  pool_.reset();
+  return env.Undefined();
+}
+
+// The adopted position buffers (externalBuffers false) hold the engine's entity memory: one
+// detached (moved to another owner) takes it away, and the engine may no longer touch it. The
+// package marks them untransferable, so postMessage and structuredClone copy them instead.
+void NativeWorld::requirePositions(Napi::Env env) {
+  if (external_) return;
+  for (auto& a : adopted_)
+    if (a.Value().IsDetached())
+      throw codedError(env, "ERR_SIGHTLINE_POSITIONS_DETACHED",
+                       "the world's position buffers (externalBuffers: false) were detached, and the entity memory "
+                       "with them: this world can no longer be used");
+}
+
+void NativeWorld::requireIdle(Napi::Env env, const char* what) {
+  if (running_)
+    throw codedError(env, "ERR_SIGHTLINE_TICK_IN_PROGRESS",
+                     std::string(what) + " cannot run while a tick's pass is running; await the tick first");
+}
+
+}  // namespace sightline::addon

@@ -1,0 +1,114 @@
+// NativeWorld: the JavaScript object over one engine World. Its methods live in the files named
+// below, one concept each; this header lists them and the state they share.
+#pragma once
+
+#include <napi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "addon_data.h"
+#include "coded_error.h"
+#include "thread_pool.h"
+#include "world.h"
+
+namespace sightline::addon {
+
+class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
+ public:
+  // native_world.cpp: the class, construction, close(), and the checks methods share.
+  static Napi::Function Init(Napi::Env env);
+  // Method M, on a world not closed (close() released the engine): ERR_SIGHTLINE_WORLD_CLOSED.
+  template <Napi::Value (NativeWorld::*M)(const Napi::CallbackInfo&)>
+  Napi::Value Open(const Napi::CallbackInfo& info) {
+    if (!world_) throw codedError(info.Env(), "ERR_SIGHTLINE_WORLD_CLOSED", "this world was closed");
+    return (this->*M)(info);
+  }
+
+  Napi::Value Close(const Napi::CallbackInfo& info);
+  NativeWorld(const Napi::CallbackInfo& info);
+
+  // native_world_tick.cpp: tick(), its result's JavaScript objects, and what PassWorker calls back.
+  void prepareSlot(Napi::Env env, unsigned which, const std::shared_ptr<OutputBlock>& out, size_t viewers);
+  Napi::Value finishTick(Napi::Env env);
+  Napi::Value OutputViews(const Napi::CallbackInfo& info);
+  void failTick(Napi::Env env);
+
+ private:
+  struct Slot {
+    Napi::Reference<Napi::ArrayBuffer> buffer;
+    const uint8_t* data = nullptr;
+    size_t size = 0;
+    bool copy = false;
+    Napi::Reference<Napi::Uint32Array> index;
+    uint32_t* indexData = nullptr;
+    size_t indexCap = 0;
+    uint32_t views = 0;  // bumped whenever buffer or index is made anew
+    Napi::Reference<Napi::Float64Array> meta;
+    double* metaData = nullptr;
+  };
+  // Viewer changes asked for while a pass runs take effect after it, in order.
+  struct PendingOp {
+    enum Kind : uint8_t { Add, Remove } kind;
+    uint32_t id;
+    ViewerOptions opts;
+    std::unique_ptr<Viewer> viewer;  // Add: the viewer, built when asked for
+  };
+
+  // native_world_viewers.cpp: viewers, and the changes to them queued while a pass runs.
+  void applyPending(Napi::Env env);
+  bool effectiveAcks(uint32_t id) const;
+  bool effectiveHasViewer(uint32_t id) const;
+  Napi::Value AddViewer(const Napi::CallbackInfo& info);
+  uint64_t pendingOutputBytes() const;
+  Napi::Value RemoveViewer(const Napi::CallbackInfo& info);
+  Napi::Value HasViewer(const Napi::CallbackInfo& info);
+  Napi::Value ViewerCount(const Napi::CallbackInfo& info);
+  Napi::Value ViewerIds(const Napi::CallbackInfo& info);
+
+  // native_world.cpp
+  void requirePositions(Napi::Env env);
+  void requireIdle(Napi::Env env, const char* what);
+
+  // native_world_entities.cpp: spawn, despawn, slots and positions.
+  Napi::Value Spawn(const Napi::CallbackInfo& info);
+  Napi::Value Despawn(const Napi::CallbackInfo& info);
+  Napi::Value SlotOf(const Napi::CallbackInfo& info);
+  Napi::Value IsLive(const Napi::CallbackInfo& info);
+  Napi::Value Positions(const Napi::CallbackInfo& info);
+  Napi::Value Odometer(const Napi::CallbackInfo& info);
+
+  // native_world_acks.cpp: acknowledgements.
+  Napi::Value Acknowledge(const Napi::CallbackInfo& info);
+  Napi::Value AckStats(const Napi::CallbackInfo& info);
+
+  // native_world_events.cpp: reliable events and who holds an entity.
+  Napi::Value Emit(const Napi::CallbackInfo& info);
+  Napi::Value Holders(const Napi::CallbackInfo& info);
+  Napi::Value EventStats(const Napi::CallbackInfo& info);
+
+  // native_world_tick.cpp
+  Napi::Value Tick(const Napi::CallbackInfo& info);
+
+  // native_world_introspection.cpp: the snapshot, a gather, a ghost table, the world's info.
+  Napi::Value RebuildSnapshot(const Napi::CallbackInfo& info);
+  Napi::Value SnapshotInfo(const Napi::CallbackInfo& info);
+  Napi::Value Gather(const Napi::CallbackInfo& info);
+  Napi::Value Ghosts(const Napi::CallbackInfo& info);
+  Napi::Value Info(const Napi::CallbackInfo& info);
+
+  std::unique_ptr<World> world_;
+  AddonData* data_ = nullptr;
+  std::shared_ptr<ThreadPool> pool_;
+  unsigned threads_ = 0;
+  bool external_ = false;
+  bool running_ = false;
+  Napi::ObjectReference positions_;
+  Napi::Reference<Napi::ArrayBuffer> adopted_[3];  // externalBuffers false: the buffers holding entity memory
+  Slot out_[2];
+  std::vector<PendingOp> pending_;
+};
+
+}  // namespace sightline::addon
