@@ -125,17 +125,24 @@ describe('runQuality', () => {
     expect(byStrategy(crowd).accumulator.meanUpdatesPerPacket).toBeGreaterThan(97);
   });
 
-  it('formats a table with the strategies side by side and the umwelt-rs figures beside the before-the-packet rows', () => {
+  it("prints umwelt-rs's figures apart, with what differs, on a run unlike theirs", () => {
     const text = formatQualityReport(report);
     for (const s of QUALITY_STRATEGIES) expect(text).toContain(s);
     expect(text).toContain(UMWELT_REFERENCE.source);
+    expect(text).toContain('Not comparable with this run, which differs:');
+    expect(text).toContain("    - region (m): 1024, umwelt-rs's run 4096");
+    // No column of published figures beside the measured ones.
+    expect(text.split('\n').filter((l) => l.includes('9.42')).every((l) => l.includes('publishes'))).toBe(true);
+  });
+
+  it("on a run like theirs, puts umwelt-rs's figures beside the before-the-packet rows only", () => {
+    const text = formatQualityReport({ ...report, differences: [] });
     const lines = text.split('\n');
     const before = lines.findIndex((l) => l.includes('angular error, mean (mrad), before the packet') && !l.includes('extrapolated'));
     expect(lines[before + 1]).toMatch(/9\.42$/);
-    const after = lines.findIndex((l) => l.includes('angular error, mean (mrad), after the packet'));
-    expect(lines[after + 1]).not.toMatch(/9\.42$/);
-    expect(text).toContain('This run differs:');
-    expect(text).toContain("    - region (m): 1024, umwelt-rs's run 4096");
+    expect(lines[before + 4]).toMatch(/0\.75$/);
+    expect(lines.filter((l) => /9\.42$/.test(l))).toHaveLength(1);
+    expect(text).toContain('the same scenario and counts, measured at the same moment');
   });
 
   it('shows a dash, not 0, for a band with nothing held or nothing in range', () => {

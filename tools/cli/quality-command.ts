@@ -19,6 +19,7 @@ interface QualityCommandOptions {
   walkCap: number | undefined;
   ghostCap: number | undefined;
   extrapolateTicks: number | undefined;
+  observe: 'in-range' | 'gathered' | undefined;
   json: boolean;
   progress: boolean;
 }
@@ -46,6 +47,7 @@ export function registerQualityCommand(program: Command): Command {
     .addOption(new Option('--grace <passes>', 'graceTicks of the world (default 10)').argParser(integerOption(0, 30_000)))
     .addOption(new Option('--walk-cap <n>', 'walkCap of the world (default 256)').argParser(integerOption(1, 1 << 30)))
     .addOption(new Option('--ghost-cap <n>', 'ghostCap of the world (default 256)').argParser(integerOption(1, 16_384)))
+    .addOption(new Option('--observe <set>', "compare over every entity in range, or over the gather's candidates (default: gathered for umwelt, as umwelt-rs does; else in-range)").choices(['in-range', 'gathered']))
     .addOption(new Option('--extrapolate-ticks <n>', 'furthest ahead the extrapolated figures predict, ticks (default 20)').argParser(integerOption(0, 10_000)))
     .option('--json', 'print the report as one JSON object on stdout, nothing else', false)
     .option('--no-progress', 'no live progress line')
@@ -90,6 +92,7 @@ export function registerQualityCommand(program: Command): Command {
           threads: opts.threads,
           config,
           extrapolate: opts.extrapolateTicks === undefined ? {} : { maxTicks: opts.extrapolateTicks },
+          observe: opts.observe,
           onProgress: progress
             ? (done, total) => {
                 const now = performance.now();

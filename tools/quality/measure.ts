@@ -1,13 +1,13 @@
 // The quality harness's truth side: a grid of the true positions, each viewer's in-range set, and
 // the comparison of a client's beliefs with the truth at one moment.
-import { RAW_PER_METER, type WorldConfig } from 'sightline';
+import { RAW_PER_METER, type EntityId, type World, type WorldConfig } from 'sightline';
 import type { Extrapolation } from 'sightline/net';
 import { BandStats, logBin } from './band-stats.js';
 import type { ViewerBeliefs } from './beliefs.js';
 import { QUALITY_BANDS } from './types.js';
 
 /** True positions on a grid of the world's cells, rebuilt every tick (counting sort). */
-export class TruthGrid {
+export class TruthGrid implements Observed {
   readonly #config: WorldConfig;
   readonly #slots: Uint32Array;
   readonly #X: Int32Array;
@@ -120,9 +120,39 @@ export function bandOf(d2: number): number {
   return d2 < BAND_EDGE_SQ[0] ? 0 : d2 < BAND_EDGE_SQ[1] ? 1 : d2 < BAND_EDGE_SQ[2] ? 2 : 3;
 }
 
+/** A set of entities observed from one viewer: entity indices and squared horizontal distances (raw²). */
+export interface Observed {
+  readonly idx: Int32Array;
+  readonly d2: Float64Array;
+  readonly count: number;
+}
+
 /**
- * Compares what one client believes with the truth for the viewer's in-range set (grid.idx /
- * d2 / count), at tick `tick`, adding to `bands` (one BandStats per band). `extrapolation`: the
+ * The candidates the engine's capped gather returns for a viewer at (vx, vy) raw (its avatar
+ * `self` left out), as entity indices: what umwelt-rs's harness measures over.
+ */
+export class GatheredSet implements Observed {
+  idx = new Int32Array(1024);
+  d2 = new Float64Array(1024);
+  count = 0;
+  fill(world: World, vx: number, vy: number, self: EntityId, indexOfId: (id: number) => number): void {
+    const g = world.gather({ x: vx / RAW_PER_METER, y: vy / RAW_PER_METER }, { exclude: self });
+    const n = g.ids.length;
+    if (this.idx.length < n) {
+      this.idx = new Int32Array(2 * n);
+      this.d2 = new Float64Array(2 * n);
+    }
+    for (let i = 0; i < n; i++) {
+      this.idx[i] = indexOfId(g.ids[i]);
+      this.d2[i] = g.distancesSq[i];
+    }
+    this.count = n;
+  }
+}
+
+/**
+ * Compares what one client believes with the truth for a set of entities observed from its viewer
+ * (the in-range set, or the gathered one), at tick `tick`, adding to `bands` (one BandStats per band). `extrapolation`: the
  * believed position is first extrapolated to `tick` (the `extrapolated` moment); null: as held.
  *
  * Angular error as umwelt-rs's harness computes it: |believed − true| / max(|true − viewer|, 1 m),
@@ -130,7 +160,7 @@ export function bandOf(d2: number): number {
  */
 export function measureBeliefs(
   beliefs: ViewerBeliefs,
-  grid: TruthGrid,
+  seen: Observed,
   bands: readonly BandStats[],
   slots: Uint32Array,
   X: Int32Array,
@@ -143,9 +173,9 @@ export function measureBeliefs(
   extrapolation: Extrapolation | null,
 ): void {
   const { tick: bt } = beliefs;
-  const { idx, d2 } = grid;
+  const { idx, d2 } = seen;
   const at = PREDICTED;
-  for (let i = 0; i < grid.count; i++) {
+  for (let i = 0; i < seen.count; i++) {
     const e = idx[i];
     const st = bands[bandOf(d2[i])];
     st.observations++;

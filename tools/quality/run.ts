@@ -13,7 +13,7 @@ import { readExtrapolation } from 'sightline/net';
 import { BandStats } from './band-stats.js';
 import { BaselinePackets } from './baselines.js';
 import { PairBits, ViewerBeliefs } from './beliefs.js';
-import { TruthGrid, measureBeliefs } from './measure.js';
+import { GatheredSet, TruthGrid, measureBeliefs } from './measure.js';
 import { QUALITY_SCENARIOS, QUALITY_SCENARIO_DEFAULTS, createPopulation, type QualityScenario } from './scenarios.js';
 import {
   QUALITY_BANDS,
@@ -21,6 +21,7 @@ import {
   QUALITY_STRATEGIES,
   UMWELT_REFERENCE,
   type QualityMoment,
+  type QualityObserve,
   type QualityOptions,
   type QualityReport,
   type QualityStrategy,
@@ -66,6 +67,7 @@ const QUALITY_OPTIONS = [
   'threads',
   'config',
   'extrapolate',
+  'observe',
   'onProgress',
   'signal',
 ] as const;
@@ -105,6 +107,7 @@ function differences(r: Omit<QualityReport, 'differences' | 'wallMs'>): string[]
   ];
   for (const [name, ours, theirs] of pairs) if (ours !== theirs) out.push(`${name}: ${ours}, umwelt-rs's run ${theirs}`);
   if (r.measureEvery !== 1) out.push(`measured every ${r.measureEvery} ticks, umwelt-rs's every tick`);
+  if (r.observe !== 'gathered') out.push("compared over every entity in range, umwelt-rs's over the candidates its gather returned");
   return out;
 }
 
@@ -151,6 +154,8 @@ export async function runQuality(qualityOptions: QualityOptions = {}): Promise<Q
   const threads = checkInt('threads', options.threads ?? 0, 0, 256);
   const strategies = strategiesOf(options.strategy);
   const extrapolation = readExtrapolation(options.extrapolate ?? true)!;
+  const observe: QualityObserve = options.observe ?? (scenario === 'umwelt' ? 'gathered' : 'in-range');
+  if (observe !== 'in-range' && observe !== 'gathered') invalid(`observe must be in-range or gathered, received ${describe(observe)}`);
   const config = WorldConfig.build(options.config);
 
   const world = new World(config, { capacity: entities, threads });
@@ -181,6 +186,8 @@ export async function runQuality(qualityOptions: QualityOptions = {}): Promise<Q
     }
 
     const grid = new TruthGrid(config, slots, X, Y);
+    const gathered = new GatheredSet();
+    const seen = observe === 'gathered' ? gathered : grid;
     const inRangeEver = new PairBits(V, E);
     const states: StrategyState[] = strategies.map((strategy) => ({
       strategy,
@@ -245,15 +252,16 @@ export async function runQuality(qualityOptions: QualityOptions = {}): Promise<Q
         const vy = Y[vs];
         const vz = Z[vs];
         grid.inRange(vx, vy, self);
-        const n = grid.count;
+        if (measure && observe === 'gathered') gathered.fill(world, vx, vy, pop.viewers[v], indexOfId);
         const compare = (moment: number): void => {
           for (const s of states) {
-            measureBeliefs(s.beliefs[v], grid, s.bands[moment], slots, X, Y, Z, vx, vy, vz, tick, moment === EXTRAPOLATED ? extrapolation : null);
+            measureBeliefs(s.beliefs[v], seen, s.bands[moment], slots, X, Y, Z, vx, vy, vz, tick, moment === EXTRAPOLATED ? extrapolation : null);
           }
         };
         if (measure) {
+          const n = seen.count;
           inRangeSum += n;
-          for (let i = 0; i < n; i++) inRangeEver.set(v, grid.idx[i]);
+          for (let i = 0; i < n; i++) inRangeEver.set(v, seen.idx[i]);
           compare(BEFORE);
           compare(EXTRAPOLATED);
         }
@@ -313,15 +321,16 @@ export async function runQuality(qualityOptions: QualityOptions = {}): Promise<Q
       seed,
       threads: world.threads,
       config: {
-        regionSize: config.input.regionSize,
-        viewRadius: config.input.viewRadius,
-        tickHz: config.input.tickHz,
+        regionSize: config.regionSize,
+        viewRadius: config.viewRadius,
+        tickHz: config.tickHz,
         payloadBytes: config.payloadBytes,
         slotsPerPacket: config.slotsPerPacket,
         walkCap: config.walkCap,
         ghostCap: config.ghostCap,
         graceTicks: config.graceTicks,
       },
+      observe,
       extrapolate: { maxTicks: extrapolation.maxTicks, maxStep: extrapolation.maxStepRaw / 1024 },
       meanInRange: measuredTicks === 0 ? 0 : inRangeSum / (measuredTicks * V),
       bands: QUALITY_BANDS,

@@ -84,7 +84,7 @@ function umwelt(world: World, entities: number, viewers: number, seed: number): 
   const rand = mulberry32(seed);
   const margin = UMWELT_MARGIN_M * RAW_PER_METER;
   const extent = cfg.regionRaw - 2 * margin;
-  if (extent <= 0) throw new SightlineError('ERR_SIGHTLINE_INVALID_QUALITY_OPTION', `the umwelt scenario needs a region wider than ${2 * UMWELT_MARGIN_M} m, received ${cfg.input.regionSize} m`);
+  if (extent <= 0) throw new SightlineError('ERR_SIGHTLINE_INVALID_QUALITY_OPTION', `the umwelt scenario needs a region wider than ${2 * UMWELT_MARGIN_M} m, received ${cfg.regionSize} m`);
   const lo = margin;
   const hi = margin + extent;
   const px = new Int32Array(entities);
@@ -102,7 +102,7 @@ function umwelt(world: World, entities: number, viewers: number, seed: number): 
     const roll = rand();
     let k = cuts.findIndex((c) => roll < c);
     if (k < 0) k = UMWELT_MIX.length - 1;
-    const perTick = Math.round((UMWELT_MIX[k][1] / cfg.input.tickHz) * RAW_PER_METER);
+    const perTick = Math.round((UMWELT_MIX[k][1] / cfg.tickHz) * RAW_PER_METER);
     if (perTick > perTickMax) {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_QUALITY_OPTION', `the umwelt scenario's ${UMWELT_MIX[k][1]} m/s class moves ${perTick} raw a tick, more than this config's maxSpeed allows (${perTickMax})`);
     }

@@ -49,6 +49,9 @@ export const QUALITY_BANDS: readonly QualityBand[] = Object.freeze([
  */
 export type QualityMoment = 'before' | 'after' | 'extrapolated';
 
+/** What a run compares each client over (see {@link QualityOptions.observe}). */
+export type QualityObserve = 'in-range' | 'gathered';
+
 /** Valid {@link QualityMoment} values, in report order. */
 export const QUALITY_MOMENTS: readonly QualityMoment[] = Object.freeze(['before', 'after', 'extrapolated'] as const);
 
@@ -60,6 +63,7 @@ export const QUALITY_MOMENTS: readonly QualityMoment[] = Object.freeze(['before'
  */
 export const UMWELT_REFERENCE = Object.freeze({
   source: 'umwelt-rs, 60,000 entities, 200 viewers (walkers), 400 ticks, 1/d weights, measured before the packet',
+  measured: "before each tick's packet is applied, on its umwelt scenario",
   scenario: 'umwelt' as QualityScenario,
   moment: 'before' as QualityMoment,
   meanAngularErrorMrad: Object.freeze([9.42, 2.91, 1.4, 0.75]) as readonly number[],
@@ -89,6 +93,13 @@ export interface QualityOptions {
   config?: WorldConfigInput;
   /** The extrapolation of the `extrapolated` moment (ClientWorld's `extrapolate` option). Default: its defaults (20 ticks ahead at most, any step). */
   extrapolate?: ExtrapolationOptions;
+  /**
+   * What each viewer's client is compared over: `'in-range'`, every entity within its view radius
+   * (the truth, brute force), or `'gathered'`, the candidates the engine's capped gather returns for
+   * it that tick (what umwelt-rs's harness compares over: a held entity the walk did not reach is
+   * left out). Default `'gathered'` for the umwelt scenario, else `'in-range'`.
+   */
+  observe?: QualityObserve;
   /** Called after every tick with the ticks done and the total. */
   onProgress?: (done: number, total: number) => void;
   /**
@@ -124,7 +135,7 @@ export interface QualityMomentReport {
 /** Statistics of one distance band (or of all bands together) for one strategy. */
 export interface QualityBandReport {
   readonly label: string;
-  /** (viewer, entity, measured tick) observations with the entity in the viewer's view radius. */
+  /** (viewer, entity, measured tick) observations: the entity in the viewer's view radius (or among its gathered candidates). */
   readonly observations: number;
   readonly before: QualityMomentReport;
   readonly after: QualityMomentReport;
@@ -183,9 +194,11 @@ export interface QualityReport {
     readonly ghostCap: number;
     readonly graceTicks: number;
   };
+  /** What each client was compared over. */
+  readonly observe: QualityObserve;
   /** The extrapolation of the `extrapolated` moment: maxTicks, and maxStep in m per tick. */
   readonly extrapolate: { readonly maxTicks: number; readonly maxStep: number };
-  /** Mean entities within the view radius of a viewer at a measured tick (the viewer excluded). */
+  /** Mean entities compared per viewer at a measured tick (within its view radius, or gathered; the viewer excluded). */
   readonly meanInRange: number;
   readonly bands: readonly QualityBand[];
   readonly strategies: readonly QualityStrategyReport[];
