@@ -118,6 +118,13 @@ describe('runQuality', () => {
       'warm-up ticks: 10, umwelt-rs\'s run 40',
       'region (m): 1024, umwelt-rs\'s run 4096',
     ]);
+    // Over every entity in range rather than the gather's candidates: more entities compared, and said.
+    const inRange = await runQuality({ ...SMALL, ticks: 15, warmupTicks: 10, observe: 'in-range', strategy: 'accumulator' });
+    expect(report.observe).toBe('gathered');
+    expect(inRange.observe).toBe('in-range');
+    expect(inRange.differences).toContain("compared over every entity in range, umwelt-rs's over the candidates its gather returned");
+    expect(inRange.meanInRange).toBeGreaterThan(report.meanInRange);
+    await expect(runQuality({ ...SMALL, observe: 'all' as never })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });
     const crowd = await runQuality({ scenario: 'crowd', entities: 600, viewers: 6, ticks: 12, warmupTicks: 2, seed: SEED, threads: 1 });
     expect(crowd.differences[0]).toMatch(/^scenario: crowd, not umwelt-rs's/);
     // In the crowd every entity is in every viewer's range, far more than a packet holds.
