@@ -121,8 +121,7 @@ describe('input over UDP', () => {
     const reliable: number[] = [];
     const unreliable: number[] = [];
     const unreliableSequences: number[] = [];
-    let h: Awaited<ReturnType<typeof harness>> | undefined;
-    h = await harness({
+    const h = await harness({
       inputRate: 100_000,
       inputBurst: 10_000,
       onInput: (viewer, bytes, kind, sequence) => {
@@ -143,7 +142,14 @@ describe('input over UDP', () => {
     const total = 300;
     let sentReliable = 0;
     let sentUnreliable = 0;
-    const ticking = setInterval(() => void h!.tick(), 10);
+    // The server ticks, one tick at a time, while the client sends.
+    let ticking = true;
+    const ticks = (async () => {
+      while (ticking) {
+        await h.tick();
+        await new Promise((res) => setTimeout(res, 5));
+      }
+    })();
     try {
       while (sentReliable < total) {
         for (let k = 0; k < 3; k++) expect(c.sendInput(bytesOf(sentUnreliable), 'unreliable')).toBe(sentUnreliable++ & 0xffff);
@@ -152,7 +158,8 @@ describe('input over UDP', () => {
       }
       await until('every reliable input acknowledged', () => c.pendingInputs === 0, 20_000);
     } finally {
-      clearInterval(ticking);
+      ticking = false;
+      await ticks;
     }
     expect(reliable).toEqual(Array.from({ length: total }, (_, i) => i));
     for (let i = 1; i < unreliable.length; i++) {

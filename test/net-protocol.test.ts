@@ -418,8 +418,8 @@ describe('browser safety', () => {
         const target = m[3];
         expect(target.startsWith('node:'), `${f} imports ${target}`).toBe(false);
         if (!typeOnly) {
-          expect(target.startsWith('./') || ['../config.js', '../decode.js', '../errors.js', '../fixed.js', '../random.js'].includes(target), `${f} imports ${target}`).toBe(true);
-          expect(browserSafe.map((x) => `./${x.replace(/\.ts$/, '.js')}`).concat(['../config.js', '../decode.js', '../errors.js', '../fixed.js', '../random.js']), `${f} imports ${target}`).toContain(target);
+          expect(target.startsWith('./') || ['../config.js', '../wire.js', '../decode.js', '../errors.js', '../fixed.js', '../random.js'].includes(target), `${f} imports ${target}`).toBe(true);
+          expect(browserSafe.map((x) => `./${x.replace(/\.ts$/, '.js')}`).concat(['../config.js', '../wire.js', '../decode.js', '../errors.js', '../fixed.js', '../random.js']), `${f} imports ${target}`).toContain(target);
         }
       }
     }

@@ -42,6 +42,6 @@ export type {
 // What a client checks the protocol with (the version its decoder speaks, the hash of a layout),
 // errors and unit conversion, for a client that imports this entry point alone (`sightline`
 // itself loads the native addon).
-export { PROTOCOL_VERSION, protocolHash } from '../config.js';
+export { PROTOCOL_VERSION, protocolHash } from '../wire.js';
 export { SightlineError } from '../errors.js';
 export { toRaw, toMeters, FRAC_BITS, RAW_PER_METER } from '../fixed.js';

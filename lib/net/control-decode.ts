@@ -1,7 +1,7 @@
 // Control-message decoding: strict, length-checked before every read, coded errors.
 // Browser-safe: imports nothing from Node.
 
-import { PROTOCOL_VERSION } from '../config.js';
+import { PROTOCOL_VERSION } from '../wire.js';
 import { SightlineError, describe, isUint8Array } from '../errors.js';
 import { getU16, getU32, hex32 } from './bytes.js';
 import { helloBytes } from './control-encode.js';

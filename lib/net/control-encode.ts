@@ -1,7 +1,7 @@
 // Control-message encoders (docs/transport.md has every layout and its test vector).
 // Browser-safe: imports nothing from Node.
 
-import { PROTOCOL_VERSION } from '../config.js';
+import { PROTOCOL_VERSION } from '../wire.js';
 import { SightlineError, describe, isUint8Array } from '../errors.js';
 import { checkBytes, checkFields, checkToken, checkUint, putU16, putU32 } from './bytes.js';
 import { layoutProblem } from './control-layout.js';

@@ -1,7 +1,7 @@
 // What a WELCOME's layout means for a decoder, and the error a REFUSE becomes on the client.
 // Browser-safe: imports nothing from Node.
 
-import { protocolHash } from '../config.js';
+import { protocolHash } from '../wire.js';
 import type { PacketLayoutConfig } from '../decode.js';
 import { SightlineError } from '../errors.js';
 import { checkFields, hex32 } from './bytes.js';

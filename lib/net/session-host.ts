@@ -2,7 +2,7 @@
 // handshake, the per-session token check on every client message, acks to the game and the
 // engine, client input, timeouts and keepalives. UdpServer and WsServer each own one and give it
 // the datagrams they receive and a way to send control messages.
-import { PROTOCOL_VERSION } from '../config.js';
+import { PROTOCOL_VERSION } from '../wire.js';
 import type { WorldConfig } from '../config.js';
 import { SightlineError, describe } from '../errors.js';
 import type { EntityId } from '../world.js';

@@ -2,7 +2,7 @@
 // link) offers the game loop, and the listener through which it reports sessions and acks.
 // Browser-safe: imports nothing from Node.
 
-import { HEADER_BYTES, MAX_PAYLOAD_BYTES, PROTOCOL_VERSION } from '../config.js';
+import { HEADER_BYTES, MAX_PAYLOAD_BYTES, PROTOCOL_VERSION } from '../wire.js';
 import { SightlineError, describe, isUint8Array } from '../errors.js';
 import type { EntityId } from '../world.js';
 
