@@ -87,7 +87,7 @@ void World::serve(Viewer& v, Scratch& s) {
   }
 
   // Subscription box (cells within the cell radius); a change is counted.
-  Subscription box = subscriptionBox(cellOf(v.vx, c.cellShift), cellOf(v.vy, c.cellShift), c.cellRadius,
+  Subscription box = subscriptionBox(cellOf(v.vx, c.cellShift), cellOf(v.vy, c.cellShift), v.cellRadius,
                                      c.cellsPerAxis);
   if (v.hasBox && !(box == v.box)) ++st.subscriptionChanges;
   v.box = box, v.hasBox = true;
@@ -96,7 +96,7 @@ void World::serve(Viewer& v, Scratch& s) {
   const uint64_t* candD2 = s.candD2.data();
   const uint32_t* candIndex = s.candIndex.data();
   const uint64_t* candIdOdo = s.candIdOdo.data();
-  GatherResult g = gather(snap, v.vx, v.vy, c.viewRadiusSq, c.walkCap, v.avatarId,
+  GatherResult g = gather(snap, GatherQuery{v.vx, v.vy, v.viewRadiusSq, v.cellRadius, c.walkCap, v.avatarId},
                           Candidates{s.candD2.data(), s.candIndex.data(), s.candIdOdo.data()});
   st.candidates += g.count;
   st.examined += g.examined;
@@ -218,7 +218,7 @@ void World::serve(Viewer& v, Scratch& s) {
       const SnapEntity se = ents[idx];
       const int64_t dx = se.x - int64_t{v.vx}, dy = se.y - int64_t{v.vy};
       const uint64_t d2 = static_cast<uint64_t>(dx * dx) + static_cast<uint64_t>(dy * dy);
-      if (d2 > c.viewRadiusSq) continue;
+      if (d2 > v.viewRadiusSq) continue;
       const uint64_t score = uint64_t{se.odo - ge.mark} * weights[ilog2(d2)];
       if (score == 0) continue;
       cd2[q] = d2, cix[q] = uint32_t(idx), cio[q] = uint64_t{se.id} | uint64_t{se.odo} << 32;
