@@ -41,6 +41,8 @@ export function registerHerdCommand(program: Command): Command {
         integerOption(1, NET_MAX_CLIENTS),
       ),
     )
+    .option('--no-governor', "run without the tick governor (run()'s load shedding, on by default)")
+    .option('--congestion', 'congestion control for the UDP clients (with --net udp)', false)
     .option('--json', 'print the report as one JSON object on stdout, nothing else', false)
     .option('--no-progress', 'no live progress line')
     .action(async (opts: HerdCommandOptions, command: Command) => {
@@ -54,6 +56,7 @@ export function registerHerdCommand(program: Command): Command {
         });
       }
       if (opts.clients !== undefined && !networked) throw flagError(`error: option '--clients <n>' needs --net udp`);
+      if (opts.congestion === true && !networked) throw flagError(`error: option '--congestion' needs --net udp`);
       const clients = networked ? (opts.clients ?? Math.min(NET_DEFAULT_CLIENTS, entities - viewers)) : undefined;
       if (clients !== undefined && (clients < 1 || clients > entities - viewers)) {
         throw flagError(
