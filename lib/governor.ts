@@ -1,6 +1,6 @@
 // The tick governor: an AIMD controller over an EWMA of the tick's wall time against the tick
-// period (seed 004's TickGovernor), whose load factor picks a level of load shedding. Pure: the
-// same tick times give the same decisions, so a replay that feeds them again reproduces them.
+// period, whose load factor picks a level of load shedding. Pure: the same tick times give the
+// same decisions, so a replay that feeds them again reproduces them.
 import { SightlineError, describe, readOptions } from './errors.js';
 import type { EntityId } from './world-types.js';
 
