@@ -104,6 +104,33 @@ function crowdWorld(threads: number, viewers = 64): { world: World; step: () => 
   return { world, step: () => herd.step() };
 }
 
+describe('World.setCaps', () => {
+  it('lowers and restores the caps in use, refusing what is out of range, and during a tick', async () => {
+    const world = new World(WorldConfig.build({ walkCap: 300, ghostCap: 200 }), { capacity: 16, threads: 1 });
+    expect(world.caps).toEqual({ walkCap: 300, ghostCap: 200 });
+    world.setCaps({ ghostCap: 50 });
+    expect(world.caps).toEqual({ walkCap: 300, ghostCap: 50 });
+    world.setCaps({ walkCap: 1 });
+    expect(world.caps).toEqual({ walkCap: 1, ghostCap: 50 });
+    for (const bad of [{ walkCap: 301 }, { walkCap: 0 }, { ghostCap: 201 }, { ghostCap: 2.5 }, { ghostCap: NaN }, { walkCap: '3' }]) {
+      expect(() => world.setCaps(bad as never), JSON.stringify(bad)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    }
+    expect(() => world.setCaps({ cap: 3 } as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_OPTION' }));
+    expect(world.caps).toEqual({ walkCap: 1, ghostCap: 50 });
+    const t = world.tick();
+    expect(() => world.setCaps({ walkCap: 300 })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_TICK_IN_PROGRESS' }));
+    await t;
+    world.setCaps({ walkCap: 300, ghostCap: 200 });
+    expect(world.caps).toEqual({ walkCap: 300, ghostCap: 200 });
+    const uncapped = new World(WorldConfig.build({ walkCap: Infinity }), { capacity: 16, threads: 1 });
+    uncapped.setCaps({ walkCap: 64 });
+    uncapped.setCaps({ walkCap: Infinity });
+    expect(uncapped.caps.walkCap).toBe(uncapped.config.walkCap);
+    world.close();
+    uncapped.close();
+  });
+});
+
 describe('GovernorLevers', () => {
   it('each level sheds what GOVERNOR_LEVELS says, and level 0 restores every setting', async () => {
     const { world } = crowdWorld(1, 20);
@@ -163,11 +190,11 @@ describe('GovernorLevers', () => {
 });
 
 // The injected cost model: a tick costs `unit` ms per viewer served in the tick before, less when
-// the walk cap is lowered (half of it scales with walkCap).
+// the walk cap is lowered (70% of it scales with walkCap).
 function costOf(world: World, last: TickResult | undefined, unit: number): number {
   if (last === undefined) return 0;
   const capShare = world.caps.walkCap / world.config.walkCap;
-  return unit * last.stats.served * (0.5 + 0.5 * capShare);
+  return unit * last.stats.served * (0.3 + 0.7 * capShare);
 }
 
 describe('run() with the governor', () => {
@@ -243,21 +270,23 @@ describe('run() with the governor', () => {
     const summary = await runLoop(world, {
       step: async (n) => {
         step();
-        // 1.1 ms a viewer served: 64 viewers make 70 ms against a 50 ms period.
-        await sleep(costOf(world, last, n < OVERLOAD_END ? 1.1 : 0.05));
+        // 1 ms a viewer served: 64 viewers make 64 ms against a 50 ms period; level 1 leaves 48 ms,
+        // level 2 (walk cap halved) 31 ms.
+        await sleep(costOf(world, last, n < OVERLOAD_END ? 1 : 0.05));
       },
       onTick: (r, report) => {
         last = r;
         reports.push(report);
       },
       ticks: 300,
-      lateToleranceMs: 20,
+      lateToleranceMs: 25,
       governor: { recoverTicks: 20 },
     });
     const firstShed = reports.findIndex((r) => r.governor.loadFactor < 1);
     expect(firstShed).toBeGreaterThanOrEqual(0);
     expect(firstShed).toBeLessThan(15);
-    // Settled: from 60 ticks after the start to the end of the overload, no tick starts late.
+    // Settled: from 60 ticks after the start to the end of the overload, no tick starts late
+    // (by more than 25 ms: a loaded machine wakes timers late now and then).
     const settled = reports.slice(60, OVERLOAD_END);
     expect(settled.filter((r) => r.late)).toEqual([]);
     expect(Math.max(...settled.map((r) => r.governor.level))).toBeGreaterThanOrEqual(1);
