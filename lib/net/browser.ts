@@ -15,6 +15,8 @@ export type {
 } from './client-world.js';
 export { SessionClient } from './client-session.js';
 export type { SessionClientOptions, SessionClientCounters, ClientDisconnectReason } from './client-session.js';
+export { WsClient } from './ws-client.js';
+export type { WsClientOptions, WsClientCounters, WebSocketLike, WebSocketClass } from './ws-client.js';
 export { InputReceiver, InputSender } from './input.js';
 export type { ReliableOutcome, InputDelivery } from './input.js';
 export { LossyLink, mulberry32 } from './lossy-link.js';

@@ -127,6 +127,7 @@ export class SessionHost<P extends Endpoint> {
   readonly #config: ServerLayout;
   readonly #acknowledge: AcknowledgeFn | undefined;
   readonly #send: (bytes: Uint8Array, to: P) => void;
+  readonly #ended: ((s: Session<P>, reason: DisconnectReason) => void) | undefined;
   readonly #maxClients: number;
   readonly #maxInputBytes: number;
   readonly #inputRate: number;
@@ -137,10 +138,18 @@ export class SessionHost<P extends Endpoint> {
   /**
    * @param what the adapter's name, for messages
    * @param sendControl sends one control message (the adapter applies its caps and counts)
+   * @param ended called when a session ends, after its BYE was sent and before `onDisconnect`
+   *   (a connection-oriented adapter closes the connection there)
    * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (config without a protocol hash, onConnect not a
    *   function, an option out of range, a world that is not one or has another protocol hash).
    */
-  constructor(what: string, options: SessionServerOptions, counters: SessionCounters, sendControl: (bytes: Uint8Array, to: P) => void) {
+  constructor(
+    what: string,
+    options: SessionServerOptions,
+    counters: SessionCounters,
+    sendControl: (bytes: Uint8Array, to: P) => void,
+    ended?: (s: Session<P>, reason: DisconnectReason) => void,
+  ) {
     const { config } = options;
     if (typeof config !== 'object' || config === null || typeof config.protocolHash !== 'number') {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `${what} config must be a WorldConfig, received ${describe(config)}`);
@@ -165,6 +174,7 @@ export class SessionHost<P extends Endpoint> {
     this.#config = config;
     this.#acknowledge = acknowledgeOf(options.world);
     this.#send = sendControl;
+    this.#ended = ended;
     this.counters = counters;
     this.#maxClients = intOption('maxClients', options.maxClients, 4096, 1, 1 << 20);
     this.timeoutMs = intOption('timeoutMs', options.timeoutMs, 5000, 1, 3_600_000);
@@ -273,6 +283,14 @@ export class SessionHost<P extends Endpoint> {
     c.disconnects++;
     if (reason === 'timeout') c.timeouts++;
     if (bye !== undefined) this.#send(encodeBye(s.token.bytes, bye), s.peer);
+    if (this.#ended !== undefined) {
+      try {
+        this.#ended(s, reason);
+      } catch (e) {
+        c.listenerErrors++;
+        this.report(e);
+      }
+    }
     const fn = this.#listener.onDisconnect;
     if (fn !== undefined) {
       try {
