@@ -4,10 +4,9 @@ import NodeWebSocket, { WebSocketServer } from 'ws';
 import { World, WorldConfig, type EntityId } from '../lib/index.js';
 import { WsServer, type WsServerOptions } from '../lib/net/ws-server.js';
 import { WsClient, type WebSocketClass, type WsClientOptions } from '../lib/net/ws-client.js';
-import type { DisconnectReason } from '../lib/net/transport.js';
 import { MSG_CHALLENGE, MSG_WELCOME, decodeControl, encodeAck, encodeBye, encodeHello, encodePing, type ControlMessage } from '../lib/net/protocol.js';
 import { rng } from './helpers/model.js';
-import { cleanups, mismatches, runCleanups, until } from './helpers/net.js';
+import { cleanups, gameListener, mismatches, movingCrowd, runCleanups, until } from './helpers/net.js';
 
 afterEach(runCleanups);
 
@@ -27,37 +26,21 @@ async function wsHarness(options: Partial<WsServerOptions> = {}, worldConfig = c
   const r = rng(9);
   const world = new World(worldConfig, { capacity: crowdSize + 64, threads: 1, recordGhostPositions: true });
   cleanups.push(() => world.close());
-  const crowd: EntityId[] = [];
-  for (let i = 0; i < crowdSize; i++) crowd.push(world.spawn({ x: 1900 + r() * 300, y: 1900 + r() * 300, z: 0 }));
+  const move = movingCrowd(world, r, crowdSize);
   const events: string[] = [];
   const inputs: string[] = [];
   const server = new WsServer({
     config: worldConfig,
     world,
     host: '127.0.0.1',
-    onConnect: () => {
-      const id = world.spawn({ x: 2000 + r() * 100, y: 2000 + r() * 100, z: 0 });
-      world.addViewer(id, { acks: true });
-      return id;
-    },
-    onDisconnect: (viewer: EntityId, reason: DisconnectReason) => {
-      events.push(`${viewer} ${reason}`);
-      world.removeViewer(viewer);
-      world.despawn(viewer);
-    },
+    ...gameListener(world, r, events),
     onInput: (viewer, bytes, kind, sequence) => inputs.push(`${viewer}:${kind}:${sequence}:${bytes[0]}`),
     ...options,
   });
   const { port } = await server.listen();
   cleanups.push(() => server.close());
-  const { x, y } = world.positions;
   const tick = async () => {
-    for (const id of crowd) {
-      if (r() < 0.5) continue;
-      const s = world.slotOf(id);
-      x[s] += Math.round((r() - 0.5) * 400);
-      y[s] += Math.round((r() - 0.5) * 400);
-    }
+    move();
     server.sendTick(await world.tick());
   };
   return { world, server, url: `ws://127.0.0.1:${port}/`, events, inputs, tick };

@@ -12,6 +12,7 @@ import type { EntityId } from '../world.js';
 import { ByeReason, MAX_CLIENT_MESSAGE_BYTES } from './control-types.js';
 import { checkListenerOptions, intOption, nowMs } from './options.js';
 import { SERVER_CALLBACKS, SESSION_SERVER_OPTIONS, SessionHost, type Session, type SessionServerOptions } from './session-host.js';
+import { sendOneVia, sendTickVia, type RouteHooks, type RouteScratch } from './tick-route.js';
 import { checkPacketBytes, checkTickPackets, zeroSessionCounters, type SessionCounters, type TickPackets, type Transport } from './transport.js';
 import { endpointKey } from './udp-common.js';
 
@@ -104,8 +105,14 @@ export class WsServer implements Transport {
   #state: 'idle' | 'binding' | 'listening' | 'closing' | 'closed' = 'idle';
   #sweepTimer: ReturnType<typeof setInterval> | undefined;
   #port = 0;
-  readonly #routeSessions: Session<Connection>[] = [];
-  readonly #routeBytes: Uint8Array[] = [];
+  // Per-tick scratch and what sendTickVia asks of this adapter: a backed-up or closing client is
+  // skipped; every frame is taken (ws queues it).
+  readonly #route: RouteScratch<Connection> = { sessions: [], views: [] };
+  readonly #routeHooks: RouteHooks<Connection> = {
+    ready: (s) => this.#ready(s.peer.ws),
+    canSend: () => true,
+    issue: (copy, s) => this.#frame(s.peer, copy),
+  };
 
   /**
    * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (options not an object; what UdpServer refuses; server
@@ -245,55 +252,7 @@ export class WsServer implements Transport {
       c.packetsUnrouted += n;
       return 0;
     }
-    const byViewer = this.#host.byViewer;
-    const sessions = this.#routeSessions;
-    const views = this.#routeBytes;
-    let total = 0;
-    let unrouted = 0;
-    try {
-      for (let i = 0; i < n; i++) {
-        const s = byViewer.get(result.viewerAt(i));
-        if (s === undefined) {
-          unrouted++;
-          continue;
-        }
-        const ws = s.peer.ws;
-        if (ws.readyState !== OPEN || ws.bufferedAmount > this.#maxBuffered) {
-          if (ws.readyState === OPEN) c.packetsBackedUp++;
-          c.packetsDropped++;
-          continue;
-        }
-        const b = result.bytesAt(i);
-        sessions.push(s);
-        views.push(b);
-        total += b.length;
-      }
-    } catch (e) {
-      sessions.length = 0;
-      views.length = 0;
-      throw e;
-    }
-    c.packetsUnrouted += unrouted;
-    const m = sessions.length;
-    if (m > 0) {
-      const arena = Buffer.allocUnsafeSlow(total);
-      const now = nowMs();
-      let off = 0;
-      for (let j = 0; j < m; j++) {
-        const s = sessions[j];
-        const len = views[j].length;
-        arena.set(views[j], off);
-        const copy = arena.subarray(off, off + len);
-        off += len;
-        this.#host.stamp(s, copy, now);
-        this.#frame(s.peer, copy);
-        c.packetsSent++;
-        c.bytesSent += len;
-      }
-    }
-    sessions.length = 0;
-    views.length = 0;
-    return m;
+    return sendTickVia(this.#host, result, this.#route, this.#routeHooks);
   }
 
   /**
@@ -304,24 +263,7 @@ export class WsServer implements Transport {
    */
   send(viewer: EntityId, bytes: Uint8Array): boolean {
     checkPacketBytes(bytes);
-    const c = this.#counters;
-    const s = this.#state === 'listening' ? this.#host.byViewer.get(viewer) : undefined;
-    if (s === undefined) {
-      c.packetsUnrouted++;
-      return false;
-    }
-    const ws = s.peer.ws;
-    if (ws.readyState !== OPEN || ws.bufferedAmount > this.#maxBuffered) {
-      if (ws.readyState === OPEN) c.packetsBackedUp++;
-      c.packetsDropped++;
-      return false;
-    }
-    const copy = Buffer.from(bytes);
-    this.#host.stamp(s, copy, nowMs());
-    this.#frame(s.peer, copy);
-    c.packetsSent++;
-    c.bytesSent += copy.length;
-    return true;
+    return sendOneVia(this.#host, viewer, bytes, this.#state === 'listening', this.#routeHooks);
   }
 
   /** Ends a viewer's session: BYE (KICKED), the connection closed, `onDisconnect(viewer, 'kicked')`. False when none. */
@@ -360,6 +302,16 @@ export class WsServer implements Transport {
   }
 
   // ---------------------------------------------------------------------------------------------
+
+  // Whether a client's socket takes a packet now; if not, the packet is counted as dropped (and
+  // as backed up when the socket is open but holds more than maxBufferedBytes).
+  #ready(ws: WebSocket): boolean {
+    if (ws.readyState === OPEN && ws.bufferedAmount <= this.#maxBuffered) return true;
+    const c = this.#counters;
+    if (ws.readyState === OPEN) c.packetsBackedUp++;
+    c.packetsDropped++;
+    return false;
+  }
 
   #frame(conn: Connection, bytes: Uint8Array): void {
     try {

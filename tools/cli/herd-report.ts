@@ -67,6 +67,15 @@ export function formatHerdReport(r: HerdReport): string {
     rows.push(['event-loop delay p50 / p99 / max', `${ms(e.p50)} / ${ms(e.p99)} / ${ms(e.max)}`]);
   }
   if (r.network) rows.push('rule', ...networkRows(r.network));
+  if (r.web) {
+    const w = r.web.server;
+    rows.push(
+      'rule',
+      ['live page', r.web.url],
+      ['pages joined', fmt(r.web.pagesJoined)],
+      ['packets sent / skipped backed up (pages)', `${fmt(w.packetsSent)} / ${fmt(w.packetsBackedUp)}`],
+    );
+  }
   const count = (n: number, one: string, many: string) => `${fmt(n)} ${n === 1 ? one : many}`;
   const clients = r.network ? ` + ${count(r.network.clients, 'UDP client', 'UDP clients')}` : '';
   const head =
