@@ -405,10 +405,10 @@ describe('cookies', () => {
 });
 
 describe('browser safety', () => {
-  it('the protocol, the client session, the client world, input, the link and the transport interface import nothing from Node', () => {
+  it('the protocol, the client session, the client world and its extrapolation, input, the link and the transport interface import nothing from Node', () => {
     const browserSafe = [
       'protocol.ts', 'control-types.ts', 'control-encode.ts', 'control-decode.ts', 'control-layout.ts', 'bytes.ts', 'options.ts',
-      'client-world.ts', 'client-session.ts', 'client-session-types.ts', 'input.ts', 'lossy-link.ts', 'transport.ts', 'ws-client.ts', 'browser.ts',
+      'client-world.ts', 'extrapolate.ts', 'client-session.ts', 'client-session-types.ts', 'input.ts', 'lossy-link.ts', 'transport.ts', 'ws-client.ts', 'browser.ts',
     ];
     for (const f of browserSafe) {
       const src = readFileSync(join(here, '..', 'lib', 'net', f), 'utf8');

@@ -5,6 +5,7 @@ export { ClientWorld } from './client-world.js';
 export type {
   ClientEntity,
   ClientWorldOptions,
+  PredictedPosition,
   ClientWorldCounters,
   ReceiveStatus,
   AckState,
@@ -13,6 +14,8 @@ export type {
   DespawnListener,
   EventListener,
 } from './client-world.js';
+export { extrapolateAxis, isJump, readExtrapolation } from './extrapolate.js';
+export type { ExtrapolationOptions, Extrapolation } from './extrapolate.js';
 export { SessionClient } from './client-session.js';
 export type { SessionClientOptions, SessionClientCounters, ClientDisconnectReason } from './client-session.js';
 export { WsClient } from './ws-client.js';

@@ -33,6 +33,10 @@ struct Grid {
   // visits the diagonal neighbour right after the cells beside it.
   uint32_t ringSize;
   std::vector<int8_t> ringDx, ringDy;  // S*S blocks of ringSize
+  // ringEnd[q * (R + 1) + r]: how much of block q a walk with cell radius r <= R reads (one past
+  // the last offset with max(|dx|, |dy|) <= r); the offsets beyond r before it are skipped.
+  std::vector<uint16_t> ringEnd;
+  uint32_t cellRadius;  // R
   // The sub-cell visit orders of a dense cell divided S x S (sub-cells of 2^shift raw units).
   struct SubGrid {
     uint32_t S = 0;
@@ -70,6 +74,8 @@ class Snapshot {
   uint32_t outsideRegion() const { return outsideRegion_; }
   uint32_t denseCells() const { return denseCells_; }
   uint32_t maxCellOccupancy() const { return maxCellOccupancy_; }
+  // Bytes of its arrays.
+  uint64_t memoryBytes() const;
 
   const Config& config() const { return *config_; }
   const Grid& grid() const { return grid_; }
@@ -96,6 +102,17 @@ class Snapshot {
   // entity and tick rather than once per record sent (some 100 times as many in a crowd).
   std::vector<SnapEntity> ents;
   std::vector<uint64_t> packed;
+  // Per slot: the snapshot index of its entity. Not cleared between builds: a slot whose entity is
+  // not in this snapshot (outside the region, despawned) may keep an older index, so a reader
+  // checks i < count() && ents[i].id == id (an entity is in the snapshot at most once).
+  std::vector<uint32_t> slotIndex;
+  // The snapshot index of entity id, or -1 when it is not in the snapshot.
+  int32_t indexOf(uint32_t id) const {
+    const uint32_t slot = slotOfId(id);
+    if (slot >= slotIndex.size()) return -1;
+    const uint32_t i = slotIndex[slot];
+    return i < count_ && ents[i].id == id ? int32_t(i) : -1;
+  }
 
  private:
   const Config* config_;

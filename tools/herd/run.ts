@@ -1,6 +1,7 @@
 // One herd run: a seeded load scenario on a new World at the config's tick rate, in process or
 // serving bot clients over UDP, measured by TickMetrics; what `sightline herd` prints.
 import { SightlineError, World, WorldConfig, run, type LoopSummary, type OverrunPolicy } from 'sightline';
+import { GcMonitor, type GcReport } from './gc.js';
 import { TickMetrics, type MetricsReport } from './metrics.js';
 import { NET_DEFAULT_CLIENTS, NET_EVENT_RESERVE_BYTES, NetHerd, type NetworkReport } from './net-herd.js';
 import { createHerd, herdDefaults, type HerdScenario } from './scenarios.js';
@@ -70,6 +71,11 @@ export interface HerdReport {
   };
   loop: LoopSummary;
   metrics: MetricsReport;
+  /**
+   * Garbage collection from the first tick to the last: pauses (count, total, longest, by kind),
+   * and with `node --expose-gc` the heap after a forced collection before and after the run.
+   */
+  gc: GcReport;
   /** With `--net udp`: the server, the bot clients, perceived error and event delivery; else null. */
   network: NetworkReport | null;
   /** With `--web`: the page's address, the pages that joined and the WebSocket server's counters; else null. */
@@ -147,11 +153,13 @@ export async function runHerd(
   const totalMs = (ticksDue * 1000) / config.tickHz;
   let metrics: TickMetrics;
   let summary: LoopSummary;
+  const gc = new GcMonitor();
   let interrupted = false;
   let network: NetworkReport | null = null;
   let webReport: WebReport | null = null;
   try {
     metrics = new TickMetrics(world, { entities: herd.ids, sampleViewers: options.sample });
+    gc.start();
     const epoch = performance.now();
     const loop = run(world, {
       step: () => herd.step(),
@@ -175,6 +183,7 @@ export async function runHerd(
     } finally {
       clearTimeout(timer);
       metrics.close();
+      gc.stop();
     }
     try {
       if (net) network = await net.finish();
@@ -212,6 +221,7 @@ export async function runHerd(
     },
     loop: summary,
     metrics: metrics.report(summary),
+    gc: gc.report(),
     network,
     web: webReport,
   };
