@@ -18,6 +18,8 @@ export { extrapolateAxis, isJump, readExtrapolation } from './extrapolate.js';
 export type { ExtrapolationOptions, Extrapolation } from './extrapolate.js';
 export { SessionClient } from './client-session.js';
 export type { SessionClientOptions, SessionClientCounters, ClientDisconnectReason } from './client-session.js';
+export { WsClient } from './ws-client.js';
+export type { WsClientOptions, WsClientCounters, WebSocketLike, WebSocketClass } from './ws-client.js';
 export { InputReceiver, InputSender } from './input.js';
 export type { ReliableOutcome, InputDelivery } from './input.js';
 export { LossyLink, mulberry32 } from './lossy-link.js';

@@ -70,6 +70,15 @@ export function formatHerdReport(r: HerdReport): string {
   rows.push('rule', ...gcRows(r.gc));
   if (r.congestion) rows.push('rule', ...congestionRows(r.congestion));
   if (r.network) rows.push('rule', ...networkRows(r.network));
+  if (r.web) {
+    const w = r.web.server;
+    rows.push(
+      'rule',
+      ['live page', r.web.url],
+      ['pages joined', fmt(r.web.pagesJoined)],
+      ['packets sent / skipped backed up (pages)', `${fmt(w.packetsSent)} / ${fmt(w.packetsBackedUp)}`],
+    );
+  }
   const count = (n: number, one: string, many: string) => `${fmt(n)} ${n === 1 ? one : many}`;
   const clients = r.network ? ` + ${count(r.network.clients, 'UDP client', 'UDP clients')}` : '';
   const head =
