@@ -262,7 +262,7 @@ describe('run() with the governor', () => {
     }
   });
 
-  it('on the real clock, with a step that sleeps as long as the work left: the load factor falls, late ticks stop, and it recovers once the load goes', async () => {
+  it('on the real clock, with a step that sleeps as long as the work left: the load factor falls, late ticks stop (without it they do not), and it recovers once the load goes', async () => {
     const { world, step } = crowdWorld(1);
     const reports: LoopReport[] = [];
     let last: TickResult | undefined;
@@ -285,10 +285,13 @@ describe('run() with the governor', () => {
     const firstShed = reports.findIndex((r) => r.governor.loadFactor < 1);
     expect(firstShed).toBeGreaterThanOrEqual(0);
     expect(firstShed).toBeLessThan(15);
-    // Settled: from 60 ticks after the start to the end of the overload, no tick starts late
-    // (by more than 25 ms: a loaded machine wakes timers late now and then).
+    // Settled: from 60 ticks after the start to the end of the overload, ticks start on time but
+    // for a stall of the machine now and then (late by more than 25 ms: a loaded machine wakes
+    // timers late, or collects garbage): none two ticks in a row, at most 1 in 20.
     const settled = reports.slice(60, OVERLOAD_END);
-    expect(settled.filter((r) => r.late)).toEqual([]);
+    const lateOn = settled.filter((r) => r.late);
+    expect(lateOn.length).toBeLessThanOrEqual(settled.length / 20);
+    for (let i = 1; i < settled.length; i++) expect(settled[i].late && settled[i - 1].late, `ticks ${i - 1} and ${i} late`).toBe(false);
     expect(Math.max(...settled.map((r) => r.governor.level))).toBeGreaterThanOrEqual(1);
     // Recovered: the last ticks shed nothing.
     expect(reports[reports.length - 1].governor).toMatchObject({ level: 0, loadFactor: 1 });
@@ -297,7 +300,27 @@ describe('run() with the governor', () => {
     expect(summary.governor.changes).toBeLessThanOrEqual(2 * Math.ceil(300 / 20) + 5);
     expect(world.caps).toEqual({ walkCap: 256, ghostCap: 256 });
     world.close();
-  }, 60_000);
+
+    // The same overload without the governor: every tick late once the schedule slips.
+    const off = crowdWorld(1);
+    let lastOff: TickResult | undefined;
+    const offReports: LoopReport[] = [];
+    await runLoop(off.world, {
+      step: async () => {
+        off.step();
+        await sleep(costOf(off.world, lastOff, 1));
+      },
+      onTick: (r, report) => {
+        lastOff = r;
+        offReports.push(report);
+      },
+      ticks: OVERLOAD_END,
+      lateToleranceMs: 25,
+      governor: false,
+    });
+    expect(offReports.slice(60).filter((r) => r.late).length).toBeGreaterThan(0.9 * (OVERLOAD_END - 60));
+    off.world.close();
+  }, 90_000);
 
   it('off, it reports itself off and never touches the world', async () => {
     const { world, step } = crowdWorld(1, 8);
