@@ -205,12 +205,13 @@ export async function runHerd(
       metrics.close();
       gc.stop();
     }
+    // Before the clients leave (their viewers go with them).
+    if (congestion) congestionReport = summarizeCongestion(world, herd.ids.subarray(viewers, viewers + clients));
     try {
       if (net) network = await net.finish();
     } finally {
       process.removeListener('SIGINT', interrupt);
     }
-    if (congestion) congestionReport = summarizeCongestion(world, herd.ids.subarray(viewers, viewers + clients));
   } finally {
     webReport = web?.report() ?? null;
     await web?.close();
