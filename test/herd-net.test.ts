@@ -22,7 +22,11 @@ function alive(pid: number): boolean {
 
 /** Process ids of pid's children (Linux: ps --ppid). */
 function childrenOf(pid: number): number[] {
-  const r = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' });
+  // ps is no node process: it gets no sanitizer runtime (under npm run test:asan-addon, LD_PRELOAD
+  // carries AddressSanitizer's into every child, and ps hangs with it).
+  const env = { ...process.env };
+  delete env.LD_PRELOAD;
+  const r = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8', env });
   return r.stdout
     .split('\n')
     .map((s) => Number(s.trim()))
@@ -129,7 +133,11 @@ describe('sightline herd --net udp', () => {
     expect(r.stderr).toMatch(message);
   });
 
-  it('SIGINT ends the run early with a report, and the bot process exits', async () => {
+  // Not against the instrumented addon (npm run test:asan-addon, SIGHTLINE_ADDON set): the signal is
+  // sent a fixed 1.5 s after the bot process appears, taken as the run having started; there the
+  // setup between the two can take longer, and a SIGINT before the run installs its handler ends
+  // the process with no report.
+  it.skipIf(process.env.SIGHTLINE_ADDON)('SIGINT ends the run early with a report, and the bot process exits', async () => {
     const child = spawn(process.execPath, [cli, 'herd', '--scenario', 'uniform', '--entities', '1000', '--net', 'udp', '--clients', '10', '--seconds', '60', '--json'], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
