@@ -83,7 +83,7 @@ export interface LoopSummary {
   readonly late: number;
   /** Time from the first deadline until the loop ended, ms. */
   readonly elapsedMs: number;
-  /** The tick period, ms: 1000 / config.input.tickHz. */
+  /** The tick period, ms: 1000 / config.tickHz. */
   readonly periodMs: number;
   /** Why the loop ended (see {@link LoopEndReason}). */
   readonly reason: LoopEndReason;
@@ -150,7 +150,7 @@ const insideLoop = new AsyncLocalStorage<LoopHandle>();
 const running = new WeakSet<World>();
 
 /**
- * Runs `world`'s ticks at config.input.tickHz (20 Hz by default) on absolute deadlines: tick n is
+ * Runs `world`'s ticks at config.tickHz (20 Hz by default) on absolute deadlines: tick n is
  * due at epoch + n × period, so timing errors never accumulate. Each tick: `step(n, world)`, then
  * `await world.tick()`, then `onTick(result, report)`. Between ticks the loop waits on one
  * setTimeout and, for the last millisecond, setImmediate turns, so the event loop stays free.
@@ -168,7 +168,8 @@ const running = new WeakSet<World>();
  *   `step` or `onTick` that is not a function, an unknown `overrun`, a `ticks` that is not a
  *   non-negative integer, a negative or non-finite `lateToleranceMs`, or a `signal` that is not an
  *   AbortSignal; ERR_SIGHTLINE_UNKNOWN_OPTION for a key that is none of these options;
- *   ERR_SIGHTLINE_LOOP_RUNNING while another loop runs on the same world.
+ *   ERR_SIGHTLINE_LOOP_RUNNING while another loop runs on the same world;
+ *   ERR_SIGHTLINE_TICK_IN_PROGRESS while a `world.tick()` of the caller's own is pending.
  */
 export function run(world: World, options: LoopOptions = {}): LoopHandle {
   if (typeof world !== 'object' || world === null || typeof (world as { tick?: unknown }).tick !== 'function' || !WorldConfig.isBuilt(world.config)) {
@@ -184,7 +185,7 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
   if (ticks !== undefined && (typeof ticks !== 'number' || !Number.isInteger(ticks) || ticks < 0)) {
     invalid(`ticks must be a non-negative integer, received ${describe(ticks)}`);
   }
-  const tickHz = world.config.input.tickHz;
+  const tickHz = world.config.tickHz;
   const period = 1000 / tickHz;
   const lateToleranceMs = o.lateToleranceMs === undefined ? period / 10 : o.lateToleranceMs;
   if (typeof lateToleranceMs !== 'number' || !Number.isFinite(lateToleranceMs) || lateToleranceMs < 0) {
@@ -195,6 +196,13 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
     throw new SightlineError(
       'ERR_SIGHTLINE_LOOP_RUNNING',
       'a run() loop is already running on this world: stop() it (or let it end) before starting another',
+    );
+  }
+  // A tick() of the caller's own still pending would make the loop's first tick fail: refused now.
+  if (world.tickPending) {
+    throw new SightlineError(
+      'ERR_SIGHTLINE_TICK_IN_PROGRESS',
+      'run() cannot start while a tick() of yours is pending: await it first (while the loop runs, it owns the ticks)',
     );
   }
   const limit = ticks ?? Infinity;
