@@ -35,7 +35,7 @@ import type { CongestionOptions } from './congestion.js';
 export interface WorldOptions {
   /** Entity slots, 1 to 1,048,576. Default 65,536. */
   capacity?: number;
-  /** Threads for the pass: 0 = every core (default), 1 = inline on one pool thread. */
+  /** Threads for the pass: 0 = one per CPU the process may run on (its affinity mask; default), 1 = inline on one pool thread. */
   threads?: number;
   /**
    * Expose positions as external ArrayBuffers over the engine's memory (default true). Where the

@@ -112,7 +112,7 @@ describe('World.setCaps', () => {
     expect(world.caps).toEqual({ walkCap: 300, ghostCap: 50 });
     world.setCaps({ walkCap: 1 });
     expect(world.caps).toEqual({ walkCap: 1, ghostCap: 50 });
-    for (const bad of [{ walkCap: 301 }, { walkCap: 0 }, { ghostCap: 201 }, { ghostCap: 2.5 }, { ghostCap: NaN }, { walkCap: '3' }]) {
+    for (const bad of [{ walkCap: 301 }, { walkCap: 0 }, { walkCap: Infinity }, { ghostCap: 201 }, { ghostCap: 2.5 }, { ghostCap: NaN }, { walkCap: '3' }]) {
       expect(() => world.setCaps(bad as never), JSON.stringify(bad)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     }
     expect(() => world.setCaps({ cap: 3 } as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_OPTION' }));
@@ -126,6 +126,7 @@ describe('World.setCaps', () => {
     uncapped.setCaps({ walkCap: 64 });
     uncapped.setCaps({ walkCap: Infinity });
     expect(uncapped.caps.walkCap).toBe(uncapped.config.walkCap);
+    expect(uncapped.config.walkCap).toBe(2 ** 31 - 1); // Infinity, as built
     world.close();
     uncapped.close();
   });
