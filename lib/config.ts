@@ -5,12 +5,28 @@
 
 import { SightlineError, describe } from './errors.js';
 import { FRAC_BITS, RAW_PER_METER, roundHalfAwayFromZero, toMeters, toRaw } from './fixed.js';
+import {
+  ATTRIBUTE_HEADER_BYTES,
+  MAX_ATTRIBUTE_BYTES,
+  SECTION_COUNT_BYTES,
+  buildFields,
+  fieldFromRaw,
+  fieldToRaw,
+  fnvWord,
+  hashState,
+  readFields,
+  recordBytesOf,
+  type FieldInput,
+  type FieldSpec,
+} from './state-config.js';
+
+export type { FieldInput, FieldSpec } from './state-config.js';
 
 /** Wire protocol version, byte 0 of every packet (docs/wire-format.md). */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 /** Packet header size in bytes (docs/wire-format.md). */
 export const HEADER_BYTES = 16;
-/** Update record size in bytes: u32 wire id + u64 packed position. */
+/** Update record size in bytes without fields: u32 wire id + u64 packed position (a config's `recordBytes` adds its fields' bytes). */
 export const RECORD_BYTES = 12;
 /** Despawn record size in bytes: u32 wire id. */
 export const DESPAWN_RECORD_BYTES = 4;
@@ -50,6 +66,10 @@ export const CONFIG_FIELDS = [
   'subGridDivisions',
   'newDrift',
   'bandWeights',
+  'fields',
+  'attributeBytes',
+  'attributeRepeatPasses',
+  'attributeShare',
 ] as const;
 
 /** Name of an authored configuration field. */
@@ -98,6 +118,31 @@ export interface WorldConfigInput {
    * the default.
    */
   bandWeights?: readonly number[] | ArrayLike<number> | null;
+  /**
+   * Fast fields: small integers every update record carries after the position (a heading, an
+   * animation state, health), at most 64 bits together, in this order. The game writes them by slot
+   * into `world.fields[name]` (raw values 0 to 2^bits − 1; see {@link FieldInput} for units and the
+   * drift a change adds). Default none. `null` also means none.
+   */
+  fields?: readonly FieldInput[] | null;
+  /**
+   * Largest attribute string per entity, bytes: 0 (no attributes; default) to 255. Attributes
+   * (`world.setAttributes`) are opaque bytes sent with an entity's first sighting and after each
+   * change, latest version only.
+   */
+  attributeBytes?: number;
+  /**
+   * Viewers without acknowledgements (or whose client has not acknowledged yet): every held ghost's
+   * attributes are sent again about every this many of the viewer's passes, 0 to 65535 (0: never).
+   * Default 20 (once a second at 20 Hz, as seed 003's server sent names).
+   */
+  attributeRepeatPasses?: number;
+  /**
+   * The floor of the kinds and attributes sections, a share of a packet's state bytes (after events
+   * and despawns): while kinds or attributes are pending they get at least this share (at least one
+   * largest attribute entry), and update records get at least the rest. 1/64 to 63/64. Default 0.25.
+   */
+  attributeShare?: number;
 }
 
 /**
@@ -137,6 +182,14 @@ export interface ResolvedWorldConfigInput {
   readonly newDrift: number;
   /** 64 band weights as authored, or `undefined` for the default 1/d table. */
   readonly bandWeights: readonly number[] | undefined;
+  /** Fast fields, every optional filled in. */
+  readonly fields: readonly Required<FieldInput>[];
+  /** Largest attribute, bytes. */
+  readonly attributeBytes: number;
+  /** Attribute repeat period without acks, viewer passes (0: never). */
+  readonly attributeRepeatPasses: number;
+  /** The kinds' and attributes' floor, a share of the state bytes. */
+  readonly attributeShare: number;
 }
 
 const DEFAULTS = {
@@ -154,6 +207,9 @@ const DEFAULTS = {
   denseCellThreshold: 512,
   subGridDivisions: 8,
   newDrift: -1,
+  attributeBytes: 0,
+  attributeRepeatPasses: 20,
+  attributeShare: 0.25,
 } as const;
 
 // ---------------------------------------------------------------------------------------------
@@ -198,25 +254,28 @@ function requireInteger(name: string, v: unknown, lo: number, hi: number): numbe
 // ---------------------------------------------------------------------------------------------
 // Protocol hash and default band weights.
 
-function fnvWord(h: number, word: number): number {
-  for (let i = 0; i < 4; i++) {
-    h = (h ^ ((word >>> (8 * i)) & 0xff)) >>> 0;
-    h = Math.imul(h, 16777619) >>> 0;
-  }
-  return h;
-}
-
 /**
  * Protocol hash: FNV-1a 32-bit over the little-endian bytes of the u32 words
- * [PROTOCOL_VERSION, FRAC_BITS, regionRaw, verticalRaw, quantShift, HEADER_BYTES, RECORD_BYTES,
- * DESPAWN_RECORD_BYTES]: every value a decoder needs. Two configurations with the same hash decode
- * each other's packets identically. Returns an unsigned 32-bit integer.
+ * [PROTOCOL_VERSION, FRAC_BITS, regionRaw, verticalRaw, quantShift, HEADER_BYTES, recordBytes,
+ * DESPAWN_RECORD_BYTES, field count, attributeBytes], then per field its bits, min and max (float64,
+ * low word first), the length of its name and the name's bytes (docs/wire-format.md, Versioning):
+ * every value a decoder needs. Two configurations with the same hash decode each other's packets
+ * identically. Returns an unsigned 32-bit integer.
  *
  * @param regionRaw region side, raw units (1024 per meter)
  * @param verticalRaw vertical extent, raw units
  * @param quantShift low bits dropped from each coordinate on the wire
+ * @param state the fields (name, bits, min, max, in record order) and attributeBytes; default none
  */
-export function protocolHash(regionRaw: number, verticalRaw: number, quantShift: number): number {
+export function protocolHash(
+  regionRaw: number,
+  verticalRaw: number,
+  quantShift: number,
+  state: { readonly fields?: readonly Pick<FieldSpec, 'name' | 'bits' | 'min' | 'max'>[]; readonly attributeBytes?: number } = {},
+): number {
+  const fields = state.fields ?? [];
+  let bits = 0;
+  for (const f of fields) bits += f.bits;
   let h = 2166136261;
   h = fnvWord(h, PROTOCOL_VERSION);
   h = fnvWord(h, FRAC_BITS);
@@ -224,9 +283,9 @@ export function protocolHash(regionRaw: number, verticalRaw: number, quantShift:
   h = fnvWord(h, verticalRaw >>> 0);
   h = fnvWord(h, quantShift >>> 0);
   h = fnvWord(h, HEADER_BYTES);
-  h = fnvWord(h, RECORD_BYTES);
+  h = fnvWord(h, recordBytesOf(bits));
   h = fnvWord(h, DESPAWN_RECORD_BYTES);
-  return h;
+  return hashState(h, fields, state.attributeBytes ?? 0);
 }
 
 /**
@@ -276,6 +335,14 @@ interface Derived {
   newDrift: number;
   quantShift: number;
   bandWeights: readonly number[];
+  fields: readonly FieldSpec[];
+  fieldBits: number;
+  fieldBytes: number;
+  recordBytes: number;
+  minPayloadBytes: number;
+  attributeBytes: number;
+  attributeRepeatPasses: number;
+  attributeShareQ16: number;
   protocolHash: number;
 }
 
@@ -326,9 +393,9 @@ export class WorldConfig {
    */
   readonly eventReserveBytes: number;
   /**
-   * Update records per packet with the whole event reserve in use and no despawns:
-   * (payloadBytes - 16 - eventReserveBytes) / 12, rounded down; (1200 - 16) / 12 = 98 by default.
-   * A packet without events has (payloadBytes - 16) / 12.
+   * Update records per packet with the whole event reserve in use, no despawns, kinds or
+   * attributes: (payloadBytes - 16 - eventReserveBytes) / recordBytes, rounded down; (1200 - 16) /
+   * 12 = 98 by default. A packet without events has (payloadBytes - 16) / recordBytes.
    */
   readonly slotsPerPacket: number;
   /** Candidates examined per viewer before the walk stops; 2147483647 when uncapped. 256 by default. */
@@ -355,6 +422,26 @@ export class WorldConfig {
   readonly quantShift: number;
   /** Weight per distance band, 64 unsigned 32-bit integers (frozen). Default: {@link defaultBandWeights}. */
   readonly bandWeights: readonly number[];
+  /** Fast fields in record order, with their bit offsets (frozen; empty by default). */
+  readonly fields: readonly FieldSpec[];
+  /** The fields' bits together, 0 to 64. */
+  readonly fieldBits: number;
+  /** Bytes an update record carries after the position: ceil(fieldBits / 8). */
+  readonly fieldBytes: number;
+  /** Update record size, bytes: 12 (id and position) + fieldBytes. 12 by default. */
+  readonly recordBytes: number;
+  /**
+   * The smallest payload a packet may have (this config's payloadBytes, or a viewer's): the header,
+   * the event reserve and one record, and with attributes the largest attribute entry in its
+   * section. 28 by default.
+   */
+  readonly minPayloadBytes: number;
+  /** Largest attribute, bytes (0: no attributes). */
+  readonly attributeBytes: number;
+  /** Attribute repeat period for viewers without acks, viewer passes (0: never). 20 by default. */
+  readonly attributeRepeatPasses: number;
+  /** attributeShare × 65536, rounded (1 to 65535): the share the engine computes with. 16384 by default. */
+  readonly attributeShareQ16: number;
   /** Protocol hash, unsigned 32-bit: see {@link protocolHash}. */
   readonly protocolHash: number;
 
@@ -363,6 +450,35 @@ export class WorldConfig {
 
   // Set by the constructor alone: an object made from WorldConfig.prototype without build() lacks it.
   readonly #built = true;
+
+  /**
+   * The raw value to write into `world.fields[name]` for a value in the field's declared units:
+   * round((value − min) × (2^bits − 1) / (max − min)), clamped to 0 .. 2^bits − 1.
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (no field of that name; value not a number).
+   */
+  fieldToRaw(name: string, value: number): number {
+    if (typeof value !== 'number') fail('ERR_SIGHTLINE_INVALID_ARGUMENT', `value must be a number, received ${describe(value)}`);
+    return fieldToRaw(this.#field(name), value);
+  }
+
+  /**
+   * A field's value in its declared units for a raw value: min + raw × (max − min) / (2^bits − 1).
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (no field of that name; raw not a number).
+   */
+  fieldFromRaw(name: string, raw: number): number {
+    if (typeof raw !== 'number') fail('ERR_SIGHTLINE_INVALID_ARGUMENT', `raw must be a number, received ${describe(raw)}`);
+    return fieldFromRaw(this.#field(name), raw);
+  }
+
+  #field(name: string): FieldSpec {
+    const f = this.fields.find((g) => g.name === name);
+    if (f === undefined)
+      fail(
+        'ERR_SIGHTLINE_INVALID_ARGUMENT',
+        `no field named ${describe(name)}; this configuration's fields are ${this.fields.length ? this.fields.map((g) => g.name).join(', ') : 'none'}`,
+      );
+    return f;
+  }
 
   /** @internal Whether value was made by {@link WorldConfig.build}, not merely given its prototype. */
   static isBuilt(value: unknown): value is WorldConfig {
@@ -400,6 +516,14 @@ export class WorldConfig {
     this.newDrift = d.newDrift;
     this.quantShift = d.quantShift;
     this.bandWeights = d.bandWeights;
+    this.fields = d.fields;
+    this.fieldBits = d.fieldBits;
+    this.fieldBytes = d.fieldBytes;
+    this.recordBytes = d.recordBytes;
+    this.minPayloadBytes = d.minPayloadBytes;
+    this.attributeBytes = d.attributeBytes;
+    this.attributeRepeatPasses = d.attributeRepeatPasses;
+    this.attributeShareQ16 = d.attributeShareQ16;
     this.protocolHash = d.protocolHash;
     this.cellSize = toMeters(d.cellRaw);
     Object.freeze(this);
@@ -420,7 +544,13 @@ export class WorldConfig {
    * - values, in the native engine's order: `NOT_FINITE`, `NOT_POSITIVE`, `NOT_INTEGER`,
    *   `OUT_OF_RANGE`, `REGION_NOT_POWER_OF_TWO`, `RADIUS_EXCEEDS_REGION`, `CELL_NOT_POWER_OF_TWO`,
    *   `CELL_RADIUS_TOO_LARGE`, `SPEED_EXCEEDS_CELL_PER_TICK`, `PAYLOAD_TOO_SMALL`,
-   *   `BAND_WEIGHT_ZERO` (all prefixed `ERR_SIGHTLINE_CONFIG_`).
+   *   `BAND_WEIGHT_ZERO`, then the fields (`FIELD_INVALID` for an entry, in order, then
+   *   `FIELD_DUPLICATE` for a name taken by an earlier one; `FIELDS_TOO_WIDE` for more than 64
+   *   bits together), `attributeBytes`, `attributeRepeatPasses`, `attributeShare`, and
+   *   `PAYLOAD_TOO_SMALL` again for a record with its fields or the largest attribute entry (all
+   *   prefixed `ERR_SIGHTLINE_CONFIG_`). A `fields` that is not an array, or an entry that is not
+   *   an object with own keys among name, bits, min, max and weight (name a string, the others
+   *   numbers), is `ERR_SIGHTLINE_CONFIG_FIELD_INVALID` with the type checks above.
    * A WorldConfig given as input is returned as it is (configurations are immutable).
    */
   static build(input?: WorldConfigInput | WorldConfig): WorldConfig {
@@ -459,7 +589,7 @@ function readInput(input: unknown): Record<ConfigField, unknown> {
   };
   const out = {} as Record<ConfigField, unknown>;
   for (const f of CONFIG_FIELDS) {
-    if (f === 'bandWeights') continue;
+    if (f === 'bandWeights' || f === 'fields') continue;
     const v = own(f);
     if (v === undefined) {
       out[f] = DEFAULTS[f];
@@ -488,6 +618,7 @@ function readInput(input: unknown): Record<ConfigField, unknown> {
     }
     out.bandWeights = list as number[];
   }
+  out.fields = readFields(own('fields'));
   return out;
 }
 
@@ -603,7 +734,6 @@ function derive(raw: unknown): Derived {
       'ERR_SIGHTLINE_CONFIG_PAYLOAD_TOO_SMALL',
       `payloadBytes must hold the ${HEADER_BYTES}-byte header, the event reserve (${eventReserveBytes}) and one ${RECORD_BYTES}-byte record: at least ${minPayload}, received ${payloadBytes}`,
     );
-  const slotsPerPacket = Math.floor((payloadBytes - HEADER_BYTES - eventReserveBytes) / RECORD_BYTES);
 
   if (inp.walkCap === -Infinity)
     fail('ERR_SIGHTLINE_CONFIG_NOT_FINITE', `walkCap must be an integer from 1 to ${UNCAPPED_WALK}, or Infinity (uncapped), received -Infinity`);
@@ -663,6 +793,33 @@ function derive(raw: unknown): Derived {
     authoredWeights = bandWeights;
   }
 
+  // State beyond positions: fast fields in every record, attributes in a section of their own.
+  const fields = Object.freeze(buildFields(inp.fields as FieldInput[]));
+  let fieldBits = 0;
+  for (const f of fields) fieldBits += f.bits;
+  const fieldBytes = Math.ceil(fieldBits / 8);
+  const recordBytes = recordBytesOf(fieldBits);
+  const attributeBytes = requireInteger('attributeBytes', inp.attributeBytes, 0, MAX_ATTRIBUTE_BYTES);
+  const attributeRepeatPasses = requireInteger('attributeRepeatPasses', inp.attributeRepeatPasses, 0, 65535);
+  const share = inp.attributeShare as number;
+  if (!Number.isFinite(share)) fail('ERR_SIGHTLINE_CONFIG_NOT_FINITE', `attributeShare must be a finite number, received ${describe(share)}`);
+  if (!(share >= 1 / 64 && share <= 63 / 64))
+    fail('ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', `attributeShare must be from 1/64 to 63/64 (0.015625 to 0.984375), received ${describe(share)}`);
+  const attributeShareQ16 = roundHalfAwayFromZero(share * 65536);
+  // A packet holds the header, the event reserve and one record; with attributes, also one
+  // attributes section holding the largest entry.
+  const needRecord = HEADER_BYTES + eventReserveBytes + recordBytes;
+  const needAttribute = attributeBytes === 0 ? 0 : HEADER_BYTES + eventReserveBytes + SECTION_COUNT_BYTES + ATTRIBUTE_HEADER_BYTES + attributeBytes;
+  if (payloadBytes < needRecord || payloadBytes < needAttribute)
+    fail(
+      'ERR_SIGHTLINE_CONFIG_PAYLOAD_TOO_SMALL',
+      `payloadBytes must hold the ${HEADER_BYTES}-byte header, the event reserve (${eventReserveBytes}) and one ${recordBytes}-byte record` +
+        (attributeBytes ? ` or an attributes section of one ${attributeBytes}-byte attribute (${SECTION_COUNT_BYTES + ATTRIBUTE_HEADER_BYTES + attributeBytes} bytes)` : '') +
+        `: at least ${Math.max(needRecord, needAttribute)}, received ${payloadBytes}`,
+    );
+  const minPayloadBytes = Math.max(needRecord, needAttribute);
+  const slotsPerPacket = Math.floor((payloadBytes - HEADER_BYTES - eventReserveBytes) / recordBytes);
+
   // Wire position: x and y take (regionShift - q) bits, z takes (zBits - q); the three fit in 64.
   const excess = 2 * regionShift + zBits - 64;
   const quantShift = excess <= 0 ? 0 : Math.floor((excess + 2) / 3);
@@ -683,6 +840,10 @@ function derive(raw: unknown): Derived {
     subGridDivisions,
     newDrift: newDriftIn === -1 ? toMeters(newDrift) : (newDriftIn as number),
     bandWeights: authoredWeights,
+    fields: Object.freeze(fields.map((f) => Object.freeze({ name: f.name, bits: f.bits, min: f.min, max: f.max, weight: f.weight }))),
+    attributeBytes,
+    attributeRepeatPasses,
+    attributeShare: share,
   });
 
   return {
@@ -712,6 +873,14 @@ function derive(raw: unknown): Derived {
     newDrift,
     quantShift,
     bandWeights,
-    protocolHash: protocolHash(regionRaw, verticalRaw, quantShift),
+    fields,
+    fieldBits,
+    fieldBytes,
+    recordBytes,
+    minPayloadBytes,
+    attributeBytes,
+    attributeRepeatPasses,
+    attributeShareQ16,
+    protocolHash: protocolHash(regionRaw, verticalRaw, quantShift, { fields, attributeBytes }),
   };
 }

@@ -3,97 +3,25 @@
 // Browser-safe: imports nothing from Node.
 
 import { checkLayout, createRawPacket, decodePacketRaw, type PacketLayoutConfig, type RawPacket } from '../decode.js';
+import type { FieldLayout } from '../decode-layout.js';
 import { SightlineError, describe } from '../errors.js';
 import { RAW_PER_METER } from '../fixed.js';
+import type {
+  AckState,
+  AttributesListener,
+  ClientEntity,
+  ClientWorldCounters,
+  ClientWorldOptions,
+  DespawnListener,
+  EventListener,
+  KindListener,
+  ReceiveStatus,
+  SpawnListener,
+  UpdateListener,
+} from './client-world-types.js';
 import { encodeAck } from './protocol.js';
 
-/** An entity as the client perceives it: the newest position received. */
-export interface ClientEntity {
-  /** Entity id (u32), as the server's API returns it. */
-  readonly id: number;
-  /** Position, m. */
-  readonly x: number;
-  readonly y: number;
-  readonly z: number;
-  /** Position, raw units (Int32, 1024 per meter), exactly as decoded. */
-  readonly rawX: number;
-  readonly rawY: number;
-  readonly rawZ: number;
-  /** Sequence (u16) of the packet whose record was applied last. */
-  readonly sequence: number;
-  /** Server tick of that packet (u32). */
-  readonly tick: number;
-}
-
-/** Called when an entity appears (an update for an id the client does not hold). */
-export type SpawnListener = (id: number, entity: ClientEntity) => void;
-/** Called when a held entity's position changes. */
-export type UpdateListener = (id: number, entity: ClientEntity) => void;
-/** Called when a held entity is dropped. */
-export type DespawnListener = (id: number) => void;
-/**
- * Called once per reliable event, in event-sequence order: `sequence` is the event's per-viewer
- * sequence (u16), `bytes` a view into the datagram, valid during the call (copy to keep).
- */
-export type EventListener = (sequence: number, bytes: Uint8Array) => void;
-
-export interface ClientWorldOptions {
-  /** Largest packet expected, bytes: sizes the decoding scratch (it grows when needed). Default 1200. */
-  payloadBytes?: number;
-  /**
-   * A packet more than this many sequences older than the newest one applied is discarded as
-   * stale. 0 to 32767. Default 32, the engine's ack window: a server whose viewer has acks takes a
-   * packet left out by an ack more than 32 sequences newer as lost for certain and forgets what it
-   * introduced; applying it after that would leave the client holding what the server no longer
-   * tracks. For a server without acks, a larger value keeps more late packets.
-   */
-  maxLateness?: number;
-  onSpawn?: SpawnListener;
-  onUpdate?: UpdateListener;
-  onDespawn?: DespawnListener;
-  onEvent?: EventListener;
-}
-
-/** What {@link ClientWorld.receive} did with a datagram. */
-export type ReceiveStatus = 'applied' | 'duplicate' | 'stale' | 'malformed';
-
-/** Running totals of a {@link ClientWorld}. */
-export interface ClientWorldCounters {
-  /** Game packets applied (in order or late). */
-  packets: number;
-  /** Of those, packets older than the newest already applied. */
-  reordered: number;
-  /** Packets ignored because that sequence was already applied. */
-  duplicates: number;
-  /** Packets discarded because they were more than `maxLateness` sequences older than the newest. */
-  stale: number;
-  /** Datagrams the decoder rejected. */
-  malformed: number;
-  /** Updates for ids the client did not hold (the wire has no separate spawn record). */
-  spawns: number;
-  /** Updates of held entities. */
-  updates: number;
-  /** Despawns of held entities. */
-  despawns: number;
-  /** Despawns of ids the client did not hold: no-ops. */
-  unknownDespawns: number;
-  /** Records ignored because a newer record about the same entity had been applied. */
-  staleRecords: number;
-  /** Reliable events delivered to `onEvent`. */
-  events: number;
-  /** Event copies ignored: that sequence was delivered already. */
-  repeatedEvents: number;
-  /** Event sequences never seen that the server stopped sending (it took them as delivered). */
-  skippedEvents: number;
-}
-
-/** An acknowledgement: the newest sequence received and the 32 before it. */
-export interface AckState {
-  /** Newest game-packet sequence received, u16. */
-  readonly ack: number;
-  /** Bit i set: sequence (ack - 1 - i) mod 65536 was received, u32. */
-  readonly ackBits: number;
-}
+export type * from './client-world-types.js';
 
 interface Held {
   id: number;
@@ -103,6 +31,11 @@ interface Held {
   rawX: number;
   rawY: number;
   rawZ: number;
+  fields: Record<string, number>;
+  rawFields: Int32Array;
+  kind: number;
+  attributes: Uint8Array | null;
+  attributesVersion: number;
   sequence: number;
   tick: number;
   /** Extended (unwrapped) sequence of the packet applied last. */
@@ -134,6 +67,8 @@ export class ClientWorld {
   onSpawn: SpawnListener | undefined;
   onUpdate: UpdateListener | undefined;
   onDespawn: DespawnListener | undefined;
+  onKind: KindListener | undefined;
+  onAttributes: AttributesListener | undefined;
   onEvent: EventListener | undefined;
   readonly counters: ClientWorldCounters = {
     packets: 0,
@@ -146,6 +81,9 @@ export class ClientWorld {
     despawns: 0,
     unknownDespawns: 0,
     staleRecords: 0,
+    kindChanges: 0,
+    attributes: 0,
+    staleAttributes: 0,
     events: 0,
     repeatedEvents: 0,
     skippedEvents: 0,
@@ -165,6 +103,11 @@ export class ClientWorld {
   // Sequence (u16) of the next reliable event to deliver; -1 before the first.
   #nextEvent = -1;
   #scratch: RawPacket;
+  readonly #fieldLayout: FieldLayout;
+  // This packet's entities whose records were applied, and whether each was spawned by it: their
+  // listeners run once the packet is applied whole.
+  #applied: Held[] = [];
+  #spawned: boolean[] = [];
 
   /**
    * @param layout the server's packet layout; its protocol hash must match the server's
@@ -174,7 +117,7 @@ export class ClientWorld {
    *   payloadBytes out of range).
    */
   constructor(layout: PacketLayoutConfig, options?: ClientWorldOptions | null) {
-    checkLayout(layout, 'layout');
+    this.#fieldLayout = checkLayout(layout, 'layout');
     if (options === undefined || options === null) options = {};
     if (typeof options !== 'object') {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `options must be an object or undefined, received ${describe(options)}`);
@@ -197,6 +140,8 @@ export class ClientWorld {
     this.onSpawn = options.onSpawn;
     this.onUpdate = options.onUpdate;
     this.onDespawn = options.onDespawn;
+    this.onKind = options.onKind;
+    this.onAttributes = options.onAttributes;
     this.onEvent = options.onEvent;
   }
 
@@ -309,11 +254,18 @@ export class ClientWorld {
 
     const seq = p.sequence;
     const tick = p.tick;
+    const fl = this.#fieldLayout;
+    const fc = fl.fields.length;
+    const applied = this.#applied;
+    const spawnedNow = this.#spawned;
+    applied.length = 0;
+    spawnedNow.length = 0;
+    // Kind records name entities updated in this packet: their kinds by id, for the records below.
+    const kinds = p.kindCount > 0 ? new Map<number, number>() : undefined;
+    for (let i = 0; i < p.kindCount; i++) kinds!.set(p.kindIds[i], p.kinds[i]);
+    const kindChanged: Held[] = [];
     for (let i = 0; i < p.updateCount; i++) {
       const id = p.ids[i];
-      const rx = p.x[i];
-      const ry = p.y[i];
-      const rz = p.z[i];
       let h = held.get(id);
       let spawned = false;
       if (h !== undefined) {
@@ -331,29 +283,74 @@ export class ClientWorld {
           }
           tombs.delete(id);
         }
-        h = { id, x: 0, y: 0, z: 0, rawX: 0, rawY: 0, rawZ: 0, sequence: 0, tick: 0, ext: 0 };
+        h = {
+          id, x: 0, y: 0, z: 0, rawX: 0, rawY: 0, rawZ: 0, fields: {}, rawFields: new Int32Array(fc), kind: 0,
+          attributes: null, attributesVersion: 0, sequence: 0, tick: 0, ext: 0,
+        };
         held.set(id, h);
         spawned = true;
         c.spawns++;
       }
+      const rx = p.x[i];
+      const ry = p.y[i];
+      const rz = p.z[i];
       h.rawX = rx;
       h.rawY = ry;
       h.rawZ = rz;
       h.x = rx / RAW_PER_METER;
       h.y = ry / RAW_PER_METER;
       h.z = rz / RAW_PER_METER;
+      for (let k = 0; k < fc; k++) {
+        const r = p.fields[i * fc + k];
+        h.rawFields[k] = r;
+        h.fields[fl.fields[k].name] = fl.fields[k].min + r * fl.scales[k];
+      }
+      const kind = kinds?.get(id);
+      if (kind !== undefined && kind !== h.kind) {
+        h.kind = kind;
+        if (!spawned) {
+          c.kindChanges++;
+          kindChanged.push(h);
+        }
+      }
       h.sequence = seq;
       h.tick = tick;
       h.ext = ext;
-      const fn = spawned ? this.onSpawn : this.onUpdate;
-      if (fn !== undefined) {
-        try {
-          fn(id, h);
-        } catch (e) {
-          if (!failed) (failed = true), (firstError = e);
-        }
-      }
+      applied.push(h);
+      spawnedNow.push(spawned);
     }
+
+    // Attributes: the newest version wins (a wrapping compare), for entities held now.
+    const attributed: Held[] = [];
+    for (let i = 0; i < p.attributeCount; i++) {
+      const h = held.get(p.attributeIds[i]);
+      const v = p.attributeVersions[i];
+      if (h === undefined || (h.attributesVersion !== 0 && ((v - h.attributesVersion) | 0) <= 0)) {
+        c.staleAttributes++;
+        continue;
+      }
+      h.attributes = new Uint8Array(p.attributes[i]);
+      h.attributesVersion = v;
+      c.attributes++;
+      attributed.push(h);
+    }
+
+    const call = (f: () => void): void => {
+      try {
+        f();
+      } catch (e) {
+        if (!failed) (failed = true), (firstError = e);
+      }
+    };
+    for (let i = 0; i < applied.length; i++) {
+      const h = applied[i];
+      const fn = spawnedNow[i] ? this.onSpawn : this.onUpdate;
+      if (fn !== undefined) call(() => fn(h.id, h));
+    }
+    const onKind = this.onKind;
+    if (onKind !== undefined) for (const h of kindChanged) call(() => onKind(h.id, h.kind, h));
+    const onAttributes = this.onAttributes;
+    if (onAttributes !== undefined) for (const h of attributed) call(() => onAttributes(h.id, h.attributes!, h.attributesVersion, h));
 
     const events = p.events;
     for (let i = 0; i < events.length; i++) {

@@ -14,7 +14,7 @@ Napi::Value NativeWorld::AddViewer(const Napi::CallbackInfo& info) {
   uint32_t id = idArg(info, 0);
   double payload = numberArg(info, 1, "payloadBytes"), period = numberArg(info, 2, "sendPeriod");
   const Config& c = world_->config();
-  uint32_t minPayload = kHeaderBytes + c.eventReserveBytes + kRecordBytes;
+  uint32_t minPayload = c.minPayloadBytes;
   if (!(payload >= minPayload && payload <= kMaxPayloadBytes) || payload != double(uint32_t(payload)))
     throw codedError(env, "ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
                      "payloadBytes must be an integer between " + std::to_string(minPayload) + " and " +

@@ -23,10 +23,11 @@ void TickStats::add(const TickStats& o) {
   eligible += o.eligible, records += o.records, newGhosts += o.newGhosts, despawns += o.despawns;
   bytes += o.bytes, ghostTableFull += o.ghostTableFull, subscriptionChanges += o.subscriptionChanges;
   events += o.events, eventBytes += o.eventBytes, pressureEvictions += o.pressureEvictions;
+  kinds += o.kinds, attributes += o.attributes, attributeBytes += o.attributeBytes;
 }
 
 World::World(const Config& config, uint32_t capacity, bool recordGhostPositions)
-    : config_(config), store_(capacity), snapshot_(config_), recordGhostPositions_(recordGhostPositions) {}
+    : config_(config), store_(capacity, StoreSchema::of(config_)), snapshot_(config_), recordGhostPositions_(recordGhostPositions) {}
 
 void World::addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked) {
   if (!avatarChecked) store_.checkedSlot(avatarId);
@@ -41,9 +42,9 @@ void World::addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked)
 std::unique_ptr<Viewer> World::makeViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked, bool outputChecked) {
   if (!avatarChecked) store_.checkedSlot(avatarId);
   uint32_t payload = opts.payloadBytes == 0 ? config_.payloadBytes : opts.payloadBytes;
-  if (payload < kHeaderBytes + config_.eventReserveBytes + kRecordBytes || payload > kMaxPayloadBytes)
+  if (payload < config_.minPayloadBytes || payload > kMaxPayloadBytes)
     throw CoreError("ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
-                    "payloadBytes must be between " + std::to_string(kHeaderBytes + config_.eventReserveBytes + kRecordBytes) +
+                    "payloadBytes must be between " + std::to_string(config_.minPayloadBytes) +
                         " and " + std::to_string(kMaxPayloadBytes) + ", received " + std::to_string(payload));
   if (opts.sendPeriod < 1 || opts.sendPeriod > 65535)
     throw CoreError("ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
@@ -112,6 +113,7 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
   GhostTable& gt = v.ghosts;
   const uint32_t* ids = log.updateIds.data() + size_t{slot} * log.maxUpdates;
   const uint32_t* marks = log.updateMarks.data() + size_t{slot} * log.maxUpdates;
+  const uint8_t* flags = log.updateFlags.data() + size_t{slot} * log.maxUpdates;
   for (uint32_t i = 0; i < p.updates; ++i) {
     int32_t e = gt.find(ids[i]);
     if (e < 0) continue;
@@ -135,6 +137,12 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
       // acknowledged (its announcement may be what was lost) scores as a new candidate does, plus
       // its drift since: an entity that never moves is announced again too.
       ge.mark = a.confirmed ? a.ackedMark : marks[i] - config_.newDrift;
+    }
+    if (!delivered && (flags[i] & AckLog::kKindSent) && !(ge.flags & kUnheld)) {
+      // It carried the entity's kind: a later record did not (its ghost's mark was past the kind
+      // mark then), so the mark goes back before the kind mark, and the next record sends the kind.
+      const uint32_t kindMark = store_.kindMarks()[slotOfId(ids[i])];
+      if (store_.isLive(ids[i]) && int32_t(ge.mark - kindMark) >= 0) ge.mark = kindMark - config_.newDrift;
     }
   }
   if (probably) {
@@ -317,7 +325,9 @@ void World::reserveScratch(unsigned threads) {
       s->kept.resize(config_.ghostCap), s->words.resize(config_.ghostCap);
       s->removals.resize(config_.ghostTableCapacity), s->evicted.resize(config_.ghostTableCapacity);
       s->stale.resize(config_.ghostTableCapacity + 16);
+      s->kindRecords.resize(size_t{kKindRecordBytes} * config_.ghostCap);
     }
+    if (s->attributeSection.size() < kMaxPayloadBytes && config_.attributeBytes > 0) s->attributeSection.resize(kMaxPayloadBytes);
     s->lookup.reserve(store_.highWater());
   }
 }

@@ -59,6 +59,7 @@ struct AckLog {
         maxDespawns(maxDespawns),
         updateIds(size_t{kPackets} * maxUpdates),
         updateMarks(size_t{kPackets} * maxUpdates),
+        updateFlags(size_t{kPackets} * maxUpdates),
         despawnIds(size_t{kPackets} * maxDespawns),
         resend(ringCapacity),
         unconfirmedDespawns(ringCapacity) {}
@@ -104,7 +105,11 @@ struct AckLog {
   };
   uint32_t maxUpdates, maxDespawns;
   Packet packets[kPackets];
-  std::vector<uint32_t> updateIds, updateMarks, despawnIds;
+  std::vector<uint32_t> updateIds, updateMarks;
+  // Per update record: kKindSent when the packet carried the entity's kind with it.
+  static constexpr uint8_t kKindSent = 1;
+  std::vector<uint8_t> updateFlags;
+  std::vector<uint32_t> despawnIds;
   // Despawns to send again, oldest first: ids whose despawn record went out in a packet found lost.
   // A ghost entry is removed when its despawn record is written (as for a viewer without
   // acknowledgements), so a despawn in flight takes no room in the table; its packet's log slot
@@ -152,6 +157,9 @@ struct Viewer {
   // kBuckets: none yet): where the next one's search starts (see thresholdBucket).
   uint16_t scoreBucketHint = kBuckets;
   uint16_t sequence = 0;
+  // Kind records that did not fit the last packet (their ghosts' marks were set back, so they go
+  // again): the next packet keeps room for them.
+  uint16_t kindBacklog = 0;
   // passes and sequence as of the last prepareTick: what the caller's thread may read while a
   // pass runs (the pass advances the two above).
   uint32_t passesBeforePass = 0;
@@ -191,6 +199,8 @@ struct TickStats {
   uint64_t candidates = 0, examined = 0, eligible = 0, records = 0, newGhosts = 0, despawns = 0;
   uint64_t bytes = 0, ghostTableFull = 0, subscriptionChanges = 0, events = 0, eventBytes = 0;
   uint64_t pressureEvictions = 0;  // ghosts evicted before their grace window ran out: the table was full
+  uint64_t kinds = 0;               // kind records sent
+  uint64_t attributes = 0, attributeBytes = 0;  // attribute entries sent, and the attributes sections' bytes
   void add(const TickStats& o);
 };
 
@@ -318,10 +328,13 @@ class World {
     std::vector<uint32_t> evicted;   // ids evicted this pass
     std::vector<uint32_t> stale;     // entries found stale this pass (GhostTable::stale)
     std::vector<uint16_t> words;     // lookup map words of the eligible candidates
+    std::vector<uint8_t> kindRecords;       // this packet's kind records, before they are copied in
+    std::vector<uint8_t> attributeSection;  // this packet's attribute entries, likewise
     GhostLookup lookup;              // slot -> entry of the viewer being served
     TickStats stats;
   };
   void serve(Viewer& v, Scratch& s);
+  uint32_t sectionFloor(uint32_t stateBytes) const;
   // Throws ERR_SIGHTLINE_INVALID_ACK unless `ack` is one of the `passes` sequences up to sequence - 1.
   static void checkAck(const Viewer& v, uint16_t ack, uint16_t sequence, uint32_t passes);
   void resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::Outcome outcome) const;

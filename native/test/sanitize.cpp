@@ -101,6 +101,12 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
   in.walkCap = double(16 + rng() % 200);
   in.eventReserveBytes = 40;
   in.denseCellThreshold = 32;
+  // Fast fields on two seeds of three: 23 bits (3 bytes a record), one of them with weight 0.
+  if (seed % 3 != 0) {
+    in.fields.push_back(FieldInput{"yaw", 10, 0.0, 6.283185307179586, std::nullopt});
+    in.fields.push_back(FieldInput{"anim", 5, std::nullopt, std::nullopt, 0.0});
+    in.fields.push_back(FieldInput{"health", 8, std::nullopt, 100.0, 0.5});
+  }
   Config c = buildConfig(in);
   World w(c, 800, seed % 2 == 0);
   ThreadPool pool(threads);
@@ -121,7 +127,7 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
   std::vector<uint32_t> viewers;
   for (int i = 0; i < 60; ++i) {
     bool acks = i % 2 == 0;
-    w.addViewer(live[i], ViewerOptions{uint32_t(16 + 40 + 12 * (1 + rng() % 40) + 4 * (rng() % 8)), uint32_t(1 + rng() % 3), acks});
+    w.addViewer(live[i], ViewerOptions{uint32_t(16 + 40 + c.recordBytes * (1 + rng() % 40) + 4 * (rng() % 8)), uint32_t(1 + rng() % 3), acks});
     viewers.push_back(live[i]);
   }
   // Acknowledgements travel back with loss and delay.
@@ -136,6 +142,9 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
       uint32_t k = rng() % 100;
       if (k < 60) xs[s] += int32_t(uni(-900, 900)), ys[s] += int32_t(uni(-900, 900));
       else if (k < 62) xs[s] = int32_t(uni(-4000, c.regionRaw + 4000)), ys[s] = int32_t(uni(-4000, c.regionRaw + 4000));
+      // Fields change on some still entities too (out-of-range values are clamped by the tick).
+      for (uint32_t f = 0; f < w.entities().fieldCount(); ++f)
+        if (rng() % 8 == 0) w.entities().fieldValues()[size_t(f) * w.entities().capacity() + s] = int32_t(uni(-3, 1100));
     }
     for (int k = 0; k < 3; ++k) {
       if (live.size() > 100 && rng() % 2) {
@@ -180,7 +189,7 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
         events = at - kHeaderBytes;
         CHECK(events <= c.eventReserveBytes, "events %u > reserve", events);
       }
-      CHECK(kHeaderBytes + events + 4u * u16(p + 12) + 12u * u16(p + 14) == v.outLength, "counts do not match length");
+      CHECK(kHeaderBytes + events + 4u * u16(p + 12) + c.recordBytes * u16(p + 14) == v.outLength, "counts do not match length");
       CHECK(4u * u16(p + 12) <= (v.payloadBytes - kHeaderBytes - events) / 2, "despawns over half");
       out.emplace_back(p, p + v.outLength);
       if (v.ackLog && rng() % 5 != 0) inflight.push_back(Ack{t + uint32_t(rng() % 4), v.avatarId, u16(p + 2)});
@@ -216,9 +225,14 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
 
 // A warm world (viewers with and without acks and events, entities moving, a crowd) ticks without
 // a single allocation: neither the once-per-tick phases nor the pass.
-void warmTicksDoNotAllocate(unsigned threads) {
+void warmTicksDoNotAllocate(unsigned threads, bool state) {
   ConfigInput in;
   in.eventReserveBytes = 64;
+  if (state) {  // a 24-bit field schema
+    in.fields.push_back(FieldInput{"yaw", 10, 0.0, 6.283185307179586, std::nullopt});
+    in.fields.push_back(FieldInput{"anim", 6, std::nullopt, std::nullopt, std::nullopt});
+    in.fields.push_back(FieldInput{"health", 8, std::nullopt, 100.0, 0.5});
+  }
   Config c = buildConfig(in);
   World w(c, 4096);
   std::mt19937 rng(7);
@@ -229,6 +243,9 @@ void warmTicksDoNotAllocate(unsigned threads) {
   auto tick = [&](uint32_t t) {
     int32_t* xs = w.entities().x();
     for (uint32_t s = 0; s < 4000; ++s) xs[s] += int32_t(rng() % 201) - 100;
+    int32_t* fields = w.entities().fieldValues();
+    for (uint32_t f = 0; f < w.entities().fieldCount(); ++f)
+      for (uint32_t s = f; s < 4000; s += 7) fields[size_t(f) * w.entities().capacity() + s] = int32_t(rng() % 300);
     w.prepareTick(pool.size());
     w.runPass(pool);
     for (uint32_t s = 0; s < 600; s += 3) {
@@ -242,8 +259,8 @@ void warmTicksDoNotAllocate(unsigned threads) {
   uint64_t before = allocations.load();
   for (uint32_t t = 100; t < 300; ++t) tick(t);
   uint64_t during = allocations.load() - before;
-  CHECK(during == 0, "%u threads: %llu allocations in 200 warm ticks", threads, (unsigned long long)during);
-  std::printf("%u threads: %llu allocations in 200 warm ticks\n", threads, (unsigned long long)during);
+  CHECK(during == 0, "%u threads%s: %llu allocations in 200 warm ticks", threads, state ? " (state)" : "", (unsigned long long)during);
+  std::printf("%u threads%s: %llu allocations in 200 warm ticks\n", threads, state ? ", fields" : "", (unsigned long long)during);
 }
 
 // GhostLookup answers exactly as the table's own index: random tables, reused slots (several
@@ -941,8 +958,10 @@ int main() {
   snapshotPackingAgrees();
   ghostLookupMatchesTheIndex();
   staleMatchesTheRule();
-  warmTicksDoNotAllocate(1);
-  warmTicksDoNotAllocate(2);
+  warmTicksDoNotAllocate(1, false);
+  warmTicksDoNotAllocate(2, false);
+  warmTicksDoNotAllocate(1, true);
+  warmTicksDoNotAllocate(2, true);
   const uint64_t finerBeforeRuns = finerCells;
   for (uint32_t seed = 1; seed <= 6; ++seed) {
     auto a = run(seed, 1, 250);
