@@ -73,9 +73,9 @@ describe('control messages: round trips', () => {
   it('HELLO', () => {
     const b = encodeHello({ protocolHash: 0xdf87a786, nonce: 0xffffffff });
     expect(b.length).toBe(HELLO_BYTES);
-    expect(Array.from(b.subarray(0, 14))).toEqual([0xa0, 0x53, 0x4c, 0x54, 0x4e, 1, 0x86, 0xa7, 0x87, 0xdf, 0xff, 0xff, 0xff, 0xff]);
+    expect(Array.from(b.subarray(0, 14))).toEqual([0xa0, 0x53, 0x4c, 0x54, 0x4e, 2, 0x86, 0xa7, 0x87, 0xdf, 0xff, 0xff, 0xff, 0xff]);
     expect(b.subarray(14).every((x) => x === 0)).toBe(true);
-    expect(decodeControl(b)).toEqual({ type: MSG_HELLO, version: 1, protocolHash: 0xdf87a786, nonce: 0xffffffff });
+    expect(decodeControl(b)).toEqual({ type: MSG_HELLO, version: 2, protocolHash: 0xdf87a786, nonce: 0xffffffff });
     expect(decodeControl(encodeHello({ protocolHash: 0, nonce: 0, version: 7 }))).toEqual({ type: MSG_HELLO, version: 7, protocolHash: 0, nonce: 0 });
   });
 
@@ -125,7 +125,8 @@ describe('control messages: round trips', () => {
   });
 
   it('datagramKind tells game packets from control messages', () => {
-    expect(datagramKind(Uint8Array.of(1, 0))).toBe('game');
+    expect(datagramKind(Uint8Array.of(2, 0))).toBe('game');
+    expect(datagramKind(Uint8Array.of(1, 0))).toBe('unknown');  // a version 1 packet is not one of ours
     for (const b of every()) expect(datagramKind(b)).toBe('control');
     expect(datagramKind(Uint8Array.of(0xaf))).toBe('control');
     expect(datagramKind(Uint8Array.of(0xb0))).toBe('unknown');

@@ -304,7 +304,7 @@ describe('UDP transport on loopback', () => {
     const { avatar } = await client(h);
     const before = { ...h.server.counters };
     const packet = new Uint8Array(16);
-    packet[0] = 1;
+    packet[0] = 2;
     for (const bad of [null, 'abc', [1, 2], new Uint8Array(0), new Uint8Array(15).fill(1), new Uint16Array(16), new Uint8Array(16), new Uint8Array(70_000).fill(1)]) {
       expect(() => h.server.send(avatar, bad as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     }

@@ -94,6 +94,9 @@ export class ClientWorld {
   readonly #held = new Map<number, Held>();
   // id -> extended sequence of the despawn (applied or not) that last named it.
   readonly #tombs = new Map<number, number>();
+  // Attributes that came for an id not held (reordering: a packet introducing the entity may still
+  // come), with the extended sequence they came in: applied if it comes within maxLateness.
+  readonly #early = new Map<number, { version: number; bytes: Uint8Array; ext: number }>();
   // ring[e & mask] === e: extended sequence e was applied.
   readonly #ring: Float64Array;
   readonly #mask: number;
@@ -320,12 +323,22 @@ export class ClientWorld {
       spawnedNow.push(spawned);
     }
 
-    // Attributes: the newest version wins (a wrapping compare), for entities held now.
+    // Attributes: the newest version wins (a wrapping compare), for entities held now. Those of an
+    // entity not held wait (#early) unless a despawn as new or newer says it is gone.
     const attributed: Held[] = [];
+    const newer = (v: number, than: number): boolean => than === 0 || ((v - than) | 0) > 0;
     for (let i = 0; i < p.attributeCount; i++) {
-      const h = held.get(p.attributeIds[i]);
+      const id = p.attributeIds[i];
+      const h = held.get(id);
       const v = p.attributeVersions[i];
-      if (h === undefined || (h.attributesVersion !== 0 && ((v - h.attributesVersion) | 0) <= 0)) {
+      if (h === undefined) {
+        const t = tombs.get(id);
+        const e = this.#early.get(id);
+        if ((t === undefined || t < ext) && (e === undefined || newer(v, e.version))) this.#early.set(id, { version: v, bytes: new Uint8Array(p.attributes[i]), ext });
+        else c.staleAttributes++;
+        continue;
+      }
+      if (!newer(v, h.attributesVersion)) {
         c.staleAttributes++;
         continue;
       }
@@ -333,6 +346,21 @@ export class ClientWorld {
       h.attributesVersion = v;
       c.attributes++;
       attributed.push(h);
+    }
+    // Entities this packet introduced that had attributes waiting.
+    if (this.#early.size > 0) {
+      for (let i = 0; i < applied.length; i++) {
+        if (!spawnedNow[i]) continue;
+        const h = applied[i];
+        const e = this.#early.get(h.id);
+        if (e === undefined) continue;
+        this.#early.delete(h.id);
+        if (!newer(e.version, h.attributesVersion)) continue;
+        h.attributes = e.bytes;
+        h.attributesVersion = e.version;
+        c.attributes++;
+        if (!attributed.includes(h)) attributed.push(h);
+      }
     }
 
     const call = (f: () => void): void => {
@@ -405,6 +433,7 @@ export class ClientWorld {
   reset(): void {
     this.#held.clear();
     this.#tombs.clear();
+    this.#early.clear();
     this.#ring.fill(-1);
     this.#newest = -1;
     this.#newestTick = 0;
@@ -428,5 +457,6 @@ export class ClientWorld {
     this.#sinceSweep = 0;
     const limit = this.#newest - this.maxLateness;
     for (const [id, e] of this.#tombs) if (e < limit) this.#tombs.delete(id);
+    for (const [id, e] of this.#early) if (e.ext < limit) this.#early.delete(id);
   }
 }

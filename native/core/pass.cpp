@@ -355,10 +355,64 @@ void World::serve(Viewer& v, Scratch& s) {
   // admitted only as many as the sections' floor holds, and kind records that did not fit the last
   // packet get room in this one.
   const uint32_t stateBytes = budget.stateBytes - despawns * kDespawnRecordBytes;
-  uint32_t room = gt.capacity() - gt.size();
+  const uint32_t tableRoom = gt.capacity() - gt.size();
+  uint32_t room = tableRoom;
   uint32_t newCount = newPositive;
   bool freshRoom = false;  // room bounds every fresh candidate (new or announced again), not only new ones
   uint32_t reserved = 0;
+  PacketSections sections(s.kindRecords.data(), s.attributeSection.data());
+  // Attributes: what the client holds of them is in the ghost table; entries go into `sections`
+  // (and the acknowledgement log) as they are chosen.
+  const AttributeStore& attrs = store_.attributes();
+  const bool attributesOn = gt.tracksAttributes();
+  const bool acking = log && log->acknowledging;
+  uint32_t* const logAttributeIds = log && attributesOn ? log->attributeIds.data() + size_t{logSlot} * log->maxAttributes : nullptr;
+  uint32_t* const logAttributeVersions = log && attributesOn ? log->attributeVersions.data() + size_t{logSlot} * log->maxAttributes : nullptr;
+  // Entry e's attributes into the section when they fit within `limit` bytes of sections; false
+  // when they do not (nothing sent). True also when there is nothing to send (gone, none yet, the
+  // acknowledged version, or sent by this very pass: a packet names an entity's attributes once).
+  auto sendAttributes = [&](uint32_t e, uint32_t limit) {
+    const uint32_t id = gt.at(e).id, slot = slotOfId(id);
+    GhostAttribute& ga = gt.attributeAt(e);
+    const uint32_t version = attrs.version(slot);
+    if (attrs.owner(slot) != id || version == 0 || (acking && ga.acked == version) || ga.lastPass == pass) return true;
+    const uint32_t length = attrs.length(slot);
+    if (sections.bytes() + sections.attributeCost(length) > limit || sections.attributeCount() >= 0xffff) return false;
+    if (logAttributeIds) logAttributeIds[sections.attributeCount()] = id, logAttributeVersions[sections.attributeCount()] = version;
+    sections.addAttribute(id, version, attrs.bytes(slot), length);
+    ga.lastPass = pass;
+    return true;
+  };
+  // The attribute queue, then (viewers not acknowledging) the ghosts whose attributes went out
+  // attributeRepeatPasses or more passes ago, about 2 x size / K of the table a call from where the
+  // last stopped, while they fit within `limit`. findEntry: the entry index of an id, or -1.
+  auto fillAttributes = [&](uint32_t limit, auto findEntry) {
+    for (uint32_t q = gt.attributeQueueSize(); q > 0; --q) {
+      const uint32_t id = gt.attributeFront();
+      const int32_t e = findEntry(id);
+      if (e >= 0 && gt.attributeAt(uint32_t(e)).queued) {
+        const GhostEntry& ge = gt.at(uint32_t(e));
+        if (ge.state == kDeparting && !(ge.flags & kUnheld)) {  // it may yet be revived: it waits
+          gt.attributeRequeueFront();
+          continue;
+        }
+        // One announced again gets them with its announcement.
+        if (!(ge.flags & kUnheld) && !sendAttributes(uint32_t(e), limit)) return;
+        gt.attributeAt(uint32_t(e)).queued = 0;
+      }
+      gt.attributeDequeue();
+    }
+    const uint32_t K = c.attributeRepeatPasses, size = gt.size();
+    if (K == 0 || acking || size == 0) return;
+    for (uint32_t k = 0, scan = std::max<uint32_t>(16, 2 * ((size + K - 1) / K)); k < std::min(scan, size); ++k) {
+      const uint32_t e = v.attributeCursor % size;
+      const GhostEntry& ge = gt.at(e);
+      const GhostAttribute& ga = gt.attributeAt(e);
+      if (ge.state == kLive && !(ge.flags & kUnheld) && !ga.queued && uint16_t(pass - ga.lastPass) >= K && !sendAttributes(e, limit))
+        return;
+      v.attributeCursor = e + 1;
+    }
+  };
   if (stateOn) {
     const uint32_t floor = sectionFloor(stateBytes);
     if (maxNewExtra > 0 && freshPositive > 0) {
@@ -370,6 +424,11 @@ void World::serve(Viewer& v, Scratch& s) {
     }
     if (v.kindBacklog > 0)
       reserved += std::min<uint32_t>(floor - std::min(floor, reserved), kSectionCountBytes + kKindRecordBytes * v.kindBacklog);
+    // Attributes pending take what is left of the floor now; more after the records, if they leave room.
+    if (attributesOn && floor > reserved) {
+      fillAttributes(floor - reserved, [&](uint32_t id) { return lookup.find(id); });
+      reserved += sections.attributeBytes();
+    }
   }
   uint32_t slots = (stateBytes - reserved) / c.recordBytes;
   uint32_t take;
@@ -393,7 +452,7 @@ void World::serve(Viewer& v, Scratch& s) {
         m, slots, room, [sc, freshRoom](uint32_t j) { return freshRoom ? sc[j].fresh != 0 : sc[j].entry < 0; },
         [scores](uint32_t j) { return scores[j]; }, before, chosen, &skipped, s.lists.data(), s.keys.data(),
         s.buckets.data(), s.indices.data(), s.kept.data());
-    st.ghostTableFull += skipped;
+    if (room == tableRoom) st.ghostTableFull += skipped;  // else the sections' floor bound them: they come in later packets
   }
 
   // Assembly and bookkeeping: a sent ghost records its mark and the position the client now holds.
@@ -410,20 +469,25 @@ void World::serve(Viewer& v, Scratch& s) {
                                                                            c.fieldBytes, marks, entries, other, &others);
   uint32_t newGhosts = 0;
   // The kinds and attributes sections go after the records, in the bytes the records left.
-  PacketSections sections(s.kindRecords.data(), s.attributeSection.data());
   const uint32_t sectionRoom = stateBytes - take * c.recordBytes;
   const uint16_t* const slotKind = stateOn ? snap.slotKind.data() : nullptr;
   uint8_t* const logFlags = log ? log->updateFlags.data() + size_t{logSlot} * log->maxUpdates : nullptr;
   if (logFlags) std::memset(logFlags, 0, take);
-  // A first sighting's kind record (unless its kind is 0); the floor kept the room for it.
+  // A first sighting's kind record (unless its kind is 0) and attributes (once it has some); the
+  // floor kept the room for them. Were it short, attributes would be queued and a kind announced again.
   auto announce = [&](uint32_t e, uint32_t id, uint32_t at) {
     const uint16_t kind = slotKind[slotOfId(id)];
-    if (kind == 0) return;
-    if (sections.bytes() + sections.kindCost() <= sectionRoom) {
-      sections.addKind(id, kind);
-      if (logFlags) logFlags[at] |= AckLog::kKindSent;
-    } else {
-      gt.at(e).flags |= kUnheld;  // not reached (the room was kept); announced again if it were
+    if (kind != 0) {
+      if (sections.bytes() + sections.kindCost() <= sectionRoom) {
+        sections.addKind(id, kind);
+        if (logFlags) logFlags[at] |= AckLog::kKindSent;
+      } else {
+        gt.at(e).flags |= kUnheld;
+      }
+    }
+    if (attributesOn) {
+      gt.attributeAt(e).acked = 0;  // announced (again): nothing of them is known to have arrived
+      if (!sendAttributes(e, sectionRoom)) gt.queueAttributes(e);
     }
   };
   // First sightings first (the sections' bytes were kept for them), in packet order.
@@ -461,7 +525,7 @@ void World::serve(Viewer& v, Scratch& s) {
     const uint32_t idx = candIndex[r.order];
     const SnapEntity se = ents[idx];
     GhostEntry& ge = gt.at(uint32_t(r.entry));
-    const uint32_t before = ge.mark, kindMark = uint32_t(marks[idx]);
+    const uint32_t before = ge.mark, kindMark = uint32_t(marks[idx]), attributeMark = uint32_t(marks[idx] >> 32);
     ge.mark = se.odo;
     if (int32_t(before - kindMark) < 0) {
       if (sections.bytes() + sections.kindCost() <= sectionRoom) {
@@ -472,8 +536,14 @@ void World::serve(Viewer& v, Scratch& s) {
         ++backlog;
       }
     }
+    // Changed attributes are queued (unless this pass sent them already: the newest there are).
+    if (attributesOn && int32_t(before - attributeMark) < 0 && gt.attributeAt(uint32_t(r.entry)).lastPass != pass)
+      gt.queueAttributes(uint32_t(r.entry));
   }
   v.kindBacklog = uint16_t(std::min<uint32_t>(backlog, 0xffff));
+  // Attributes pending, in the room the records and kinds left (entries are inserted by now: the
+  // table's own index finds them).
+  if (attributesOn && sections.bytes() < sectionRoom) fillAttributes(sectionRoom, [&](uint32_t id) { return gt.find(id); });
   uint8_t flags = eventCount ? kFlagEvents : 0;
   p = sections.write(p, flags);
   st.kinds += sections.kindCount();
@@ -508,6 +578,7 @@ void World::serve(Viewer& v, Scratch& s) {
     lp.pass = v.passes, lp.sequence = v.sequence, lp.updates = uint16_t(take), lp.despawns = uint16_t(despawns), lp.used = 1;
     lp.probablyLost = 0;  // left over from the packet that used the slot before
     lp.firstEvent = firstEvent, lp.events = uint8_t(eventCount);
+    lp.attributes = uint16_t(sections.attributeCount());
   }
   writeHeader(out, PacketHeader{v.sequence++, tick_, uint16_t(despawns), uint16_t(take), flags});
   v.outLength = uint32_t(p - out);

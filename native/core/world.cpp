@@ -51,7 +51,7 @@ std::unique_ptr<Viewer> World::makeViewer(uint32_t avatarId, ViewerOptions opts,
                     "sendPeriod must be between 1 and 65535 ticks, received " + std::to_string(opts.sendPeriod));
   if (!outputChecked) checkOutputRoom(outputBytes_ + payload);
   return std::make_unique<Viewer>(avatarId, payload, opts.sendPeriod, 0, config_.ghostTableCapacity, recordGhostPositions_,
-                                  opts.acks, config_.eventReserveBytes, &ghostArena_);
+                                  opts.acks, config_.eventReserveBytes, &ghostArena_, config_.attributeBytes);
 }
 
 void World::reserveViewerAdds(uint32_t k) {
@@ -143,6 +143,24 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
       // mark then), so the mark goes back before the kind mark, and the next record sends the kind.
       const uint32_t kindMark = store_.kindMarks()[slotOfId(ids[i])];
       if (store_.isLive(ids[i]) && int32_t(ge.mark - kindMark) >= 0) ge.mark = kindMark - config_.newDrift;
+    }
+  }
+  // Its attribute entries: acknowledged, the ghost's acknowledged version moves up; lost (or
+  // probably), the ghost's attributes are queued again unless a newer or the same version was
+  // acknowledged (the queue sends the newest then).
+  if (!assumed && gt.tracksAttributes()) {
+    const uint32_t* aIds = log.attributeIds.data() + size_t{slot} * log.maxAttributes;
+    const uint32_t* aVersions = log.attributeVersions.data() + size_t{slot} * log.maxAttributes;
+    for (uint32_t i = 0; i < p.attributes; ++i) {
+      const int32_t e = gt.find(aIds[i]);
+      if (e < 0 || p.pass < gt.ackAt(uint32_t(e)).born) continue;  // gone, or an earlier incarnation's
+      GhostAttribute& ga = gt.attributeAt(uint32_t(e));
+      const bool newer = ga.acked == 0 || int32_t(aVersions[i] - ga.acked) > 0;
+      if (delivered) {
+        if (newer) ga.acked = aVersions[i];
+      } else if (newer) {
+        gt.queueAttributes(uint32_t(e));
+      }
     }
   }
   if (probably) {

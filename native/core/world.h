@@ -54,13 +54,17 @@ struct AckLog {
   enum Outcome : uint8_t { Delivered, ProbablyLost, Lost, Assumed };
   // ringCapacity: the most despawns waiting to be sent again, and the most despawns of packets
   // assumed delivered kept for the first acknowledgement (the ghost table's capacity).
-  AckLog(uint32_t maxUpdates, uint32_t maxDespawns, uint32_t ringCapacity)
+  // maxAttributes: the most attribute entries a packet carries (0 without attributes).
+  AckLog(uint32_t maxUpdates, uint32_t maxDespawns, uint32_t ringCapacity, uint32_t maxAttributes = 0)
       : maxUpdates(maxUpdates),
         maxDespawns(maxDespawns),
+        maxAttributes(maxAttributes),
         updateIds(size_t{kPackets} * maxUpdates),
         updateMarks(size_t{kPackets} * maxUpdates),
         updateFlags(size_t{kPackets} * maxUpdates),
         despawnIds(size_t{kPackets} * maxDespawns),
+        attributeIds(size_t{kPackets} * maxAttributes),
+        attributeVersions(size_t{kPackets} * maxAttributes),
         resend(ringCapacity),
         unconfirmedDespawns(ringCapacity) {}
   // A FIFO of entity ids with a fixed capacity.
@@ -98,18 +102,20 @@ struct AckLog {
     uint16_t sequence = 0;
     uint16_t updates = 0;
     uint16_t despawns = 0;
+    uint16_t attributes = 0;  // attribute entries (their ids and versions in attributeIds / attributeVersions)
     uint16_t firstEvent = 0;
     uint8_t events = 0;
     uint8_t used = 0;
     uint8_t probablyLost = 0;  // its records already had their priority back
   };
-  uint32_t maxUpdates, maxDespawns;
+  uint32_t maxUpdates, maxDespawns, maxAttributes;
   Packet packets[kPackets];
   std::vector<uint32_t> updateIds, updateMarks;
   // Per update record: kKindSent when the packet carried the entity's kind with it.
   static constexpr uint8_t kKindSent = 1;
   std::vector<uint8_t> updateFlags;
   std::vector<uint32_t> despawnIds;
+  std::vector<uint32_t> attributeIds, attributeVersions;
   // Despawns to send again, oldest first: ids whose despawn record went out in a packet found lost.
   // A ghost entry is removed when its despawn record is written (as for a viewer without
   // acknowledgements), so a despawn in flight takes no room in the table; its packet's log slot
@@ -134,14 +140,17 @@ struct AckLog {
 };
 
 struct Viewer {
+  // attributeBytes: the configuration's (0: no attributes, no attribute state kept).
   Viewer(uint32_t avatar, uint32_t payload, uint32_t period, uint32_t phase, uint32_t ghostCapacity,
-         bool trackPositions, bool acks, uint32_t eventReserveBytes, BlockArena* ghostArena)
+         bool trackPositions, bool acks, uint32_t eventReserveBytes, BlockArena* ghostArena, uint32_t attributeBytes = 0)
       : avatarId(avatar),
         payloadBytes(payload),
         sendPeriod(period),
         phase(phase),
-        ghosts(ghostCapacity, trackPositions, acks, ghostArena) {
-    if (acks) ackLog = std::make_unique<AckLog>(payload / kRecordBytes, payload / kDespawnRecordBytes, ghostCapacity);
+        ghosts(ghostCapacity, trackPositions, acks, ghostArena, attributeBytes > 0) {
+    if (acks)
+      ackLog = std::make_unique<AckLog>(payload / kRecordBytes, payload / kDespawnRecordBytes, ghostCapacity,
+                                        attributeBytes > 0 ? payload / kAttributeHeaderBytes : 0);
     if (acks && eventReserveBytes > kEventSectionBytes + kEventHeaderBytes)
       events = std::make_unique<EventQueue>(eventReserveBytes - kEventSectionBytes - kEventHeaderBytes);
   }
@@ -160,6 +169,9 @@ struct Viewer {
   // Kind records that did not fit the last packet (their ghosts' marks were set back, so they go
   // again): the next packet keeps room for them.
   uint16_t kindBacklog = 0;
+  // Where the next pass's look for attributes due again (viewers without acknowledgements) starts:
+  // a ghost table index, taken modulo its size.
+  uint32_t attributeCursor = 0;
   // passes and sequence as of the last prepareTick: what the caller's thread may read while a
   // pass runs (the pass advances the two above).
   uint32_t passesBeforePass = 0;
