@@ -17,6 +17,11 @@ class AttributeStore {
 
   AttributeStore(uint32_t capacity, uint32_t maxBytes);
   uint32_t maxBytes() const { return maxBytes_; }
+  // Bytes held: the two slabs and the per-slot arrays.
+  uint64_t memoryBytes() const {
+    return live_.capacity() + pass_.capacity() + (liveLen_.capacity() + passLen_.capacity() + dirtyFlag_.capacity()) +
+           sizeof(uint32_t) * (liveVersion_.capacity() + passVersion_.capacity() + liveOwner_.capacity() + passOwner_.capacity() + dirty_.capacity());
+  }
   bool enabled() const { return maxBytes_ > 0; }
 
   // The live side. set() copies len (<= maxBytes, checked by the caller) bytes and returns the new

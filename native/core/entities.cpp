@@ -150,6 +150,14 @@ void EntityStore::despawn(uint32_t id) {
   --liveCount_;
 }
 
+uint64_t EntityStore::memoryBytes() const {
+  const uint64_t perSlot = sizeof(int32_t) * 3 /* prev_ */ + sizeof(uint32_t) * 3 /* odometer, base, free ring */ +
+                           sizeof(uint16_t) + 3 /* alive, wrapped, fresh */ + (owned_ ? sizeof(int32_t) * 3 : 0) +
+                           sizeof(uint16_t) + 1 + 2 * sizeof(uint32_t) /* kind, state flags, kind and attribute marks */ +
+                           (fieldSpecs_.empty() ? 0 : 2 * sizeof(uint64_t) + (fieldOwned_ ? sizeof(int32_t) * fieldSpecs_.size() : 0));
+  return uint64_t{capacity_} * perSlot + attributes_.memoryBytes();
+}
+
 void EntityStore::advanceOdometer() {
   int32_t* prev = prev_.data();
   if (!fieldSpecs_.empty()) {
