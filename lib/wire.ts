@@ -4,6 +4,8 @@
 import { FRAC_BITS } from './fixed.js';
 import { fnvWord, hashState, recordBytesOf, type FieldSpec } from './state-config.js';
 
+export { ATTRIBUTE_HEADER_BYTES, KIND_RECORD_BYTES, SECTION_COUNT_BYTES } from './state-config.js';
+
 /** Wire protocol version, byte 0 of every packet (docs/wire-format.md). */
 export const PROTOCOL_VERSION = 2;
 /** Packet header size in bytes (docs/wire-format.md). */

@@ -41,6 +41,7 @@ export function registerHerdCommand(program: Command): Command {
         integerOption(1, NET_MAX_CLIENTS),
       ),
     )
+    .option('--state', 'state beyond positions: heading, animation and health as fields, a kind, a name and level as attributes', false)
     .option('--json', 'print the report as one JSON object on stdout, nothing else', false)
     .option('--no-progress', 'no live progress line')
     .action(async (opts: HerdCommandOptions, command: Command) => {

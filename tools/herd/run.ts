@@ -4,6 +4,7 @@ import { SightlineError, World, WorldConfig, run, type LoopSummary, type Overrun
 import { TickMetrics, type MetricsReport } from './metrics.js';
 import { NET_DEFAULT_CLIENTS, NET_EVENT_RESERVE_BYTES, NetHerd, type NetworkReport } from './net-herd.js';
 import { createHerd, herdDefaults, type HerdScenario } from './scenarios.js';
+import { HERD_STATE_CONFIG, createHerdState } from './state.js';
 
 /** Transports `sightline herd --net` offers: `none` keeps every viewer in-process. */
 export type HerdNet = 'none' | 'udp';
@@ -21,6 +22,12 @@ export interface HerdCommandOptions {
   net?: HerdNet;
   /** Bot clients with `net: 'udp'` (default {@link NET_DEFAULT_CLIENTS}). */
   clients?: number;
+  /**
+   * State beyond positions (tools/herd/state.ts): a heading, an animation state and health as fast
+   * fields, a kind, and a name with a level as attributes, a tenth of the levels rising a second.
+   * Default false.
+   */
+  state?: boolean;
   threads: number;
   seconds: number;
   seed: number;
@@ -42,6 +49,8 @@ export interface HerdReport {
   threads: number;
   seed: number;
   net: HerdNet;
+  /** Whether the herd sent fields, kinds and attributes (`--state`). */
+  state: boolean;
   /** Requested run time, s. */
   seconds: number;
   overrun: OverrunPolicy;
@@ -59,6 +68,8 @@ export interface HerdReport {
     eventReserveBytes: number;
     /** Update slots with the whole event reserve in use (config.slotsPerPacket); without events, metrics.recordsPerPacket.slots. */
     slotsPerPacket: number;
+    /** Update record size, bytes (15 with `--state`'s fields, else 12). */
+    recordBytes: number;
     walkCap: number;
     ghostCap: number;
   };
@@ -109,9 +120,13 @@ export async function runHerd(
       `clients must be from 1 to the entities that are not viewers (${counts.entities - viewers}), received ${clients}`,
     );
   }
-  const config = networked ? WorldConfig.build({ eventReserveBytes: NET_EVENT_RESERVE_BYTES }) : WorldConfig.build();
+  const config = WorldConfig.build({
+    ...(networked ? { eventReserveBytes: NET_EVENT_RESERVE_BYTES } : {}),
+    ...(options.state ? HERD_STATE_CONFIG : {}),
+  });
   const world = new World(config, { capacity: counts.entities, threads: options.threads });
   const herd = createHerd(world, { scenario: options.scenario, entities: counts.entities, viewers, seed: options.seed });
+  const state = options.state ? createHerdState(world, herd, options.seed) : undefined;
   const setupMs = performance.now() - started;
   const net = networked
     ? await NetHerd.start(world, { ids: herd.ids, slots: herd.slots, avatars: herd.ids.subarray(viewers), clients, seconds: options.seconds })
@@ -126,7 +141,10 @@ export async function runHerd(
     metrics = new TickMetrics(world, { entities: herd.ids, sampleViewers: options.sample });
     const epoch = performance.now();
     const loop = run(world, {
-      step: () => herd.step(),
+      step: () => {
+        herd.step();
+        state?.step();
+      },
       onTick: (result, report) => {
         net?.onTick(result, report.tick);
         metrics.record(result, report);
@@ -164,6 +182,7 @@ export async function runHerd(
     threads: world.threads,
     seed: options.seed,
     net: options.net ?? 'none',
+    state: options.state ?? false,
     seconds: options.seconds,
     overrun: options.overrun,
     ticksDue,
@@ -176,6 +195,7 @@ export async function runHerd(
       payloadBytes: config.payloadBytes,
       eventReserveBytes: config.eventReserveBytes,
       slotsPerPacket: config.slotsPerPacket,
+      recordBytes: config.recordBytes,
       walkCap: config.walkCap,
       ghostCap: config.ghostCap,
     },
