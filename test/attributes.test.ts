@@ -7,19 +7,10 @@ import { World, WorldConfig, toRaw, type EntityId, type TickResult } from '../li
 import { decodePacketRaw, createRawPacket } from '../lib/decode.js';
 import { ClientWorld } from '../lib/net/client-world.js';
 import { LossyLink } from '../lib/net/lossy-link.js';
-import { ModelClient, ackOf, randInt, rng, withSeed } from './helpers/model.js';
+import { ModelClient, ackOf, codeOf, randInt, rng, withSeed } from './helpers/model.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array | null | undefined) => (b ? new TextDecoder().decode(b) : undefined);
-
-function codeOf(f: () => unknown): string {
-  try {
-    f();
-  } catch (e) {
-    return (e as { code: string }).code;
-  }
-  return 'no error';
-}
 
 // A model client per viewer that acknowledges every packet it gets (a lossless link with acks).
 class Acking {
@@ -303,5 +294,37 @@ describe('attributes', () => {
     expect(dec(client.attributes.get(a)?.bytes)).toBe('first');
     for (let t = 0; t < 3; t++) link.deliver(await w.tick());
     expect(dec(client.attributes.get(a)?.bytes)).toBe('second');
+  });
+});
+
+describe('ClientWorld with kinds and attributes', () => {
+  it('keeps the newest of each, calls onKind and onAttributes on a change, and holds early attributes for a late first sighting', async () => {
+    const { encode } = await import('./helpers/wire.js');
+    const c = WorldConfig.build({ attributeBytes: 8, fields: [{ name: 'hp', bits: 7, max: 100 }] });
+    const calls: string[] = [];
+    const cw = new ClientWorld(c, {
+      onSpawn: (id, e) => calls.push(`spawn ${id} kind ${e.kind} attrs ${dec(e.attributes)} hp ${e.fields.hp}`),
+      onKind: (id, kind) => calls.push(`kind ${id} ${kind}`),
+      onAttributes: (id, bytes, version) => calls.push(`attrs ${id} v${version} ${dec(bytes)}`),
+    });
+    const up = (id: number, hp = 127) => ({ id, x: 1024, y: 1024, z: 0, fields: [hp] });
+    cw.receive(encode(c, { sequence: 1, tick: 1, updates: [up(5)], kinds: [[5, 3]], attributes: [[5, 1, enc('one')]] }));
+    cw.receive(encode(c, { sequence: 2, tick: 2, updates: [up(5, 0)], kinds: [[5, 4]] }));
+    cw.receive(encode(c, { sequence: 4, tick: 4, attributes: [[5, 3, enc('three')]] }));
+    cw.receive(encode(c, { sequence: 3, tick: 3, attributes: [[5, 2, enc('two')]] }));  // late: older
+    // Attributes of 9 before the (late) packet that introduces it.
+    cw.receive(encode(c, { sequence: 6, tick: 6, attributes: [[9, 1, enc('nine')]] }));
+    cw.receive(encode(c, { sequence: 5, tick: 5, updates: [up(9)] }));
+    expect(calls).toEqual([
+      'spawn 5 kind 3 attrs one hp 100',
+      'attrs 5 v1 one',
+      'kind 5 4',
+      'attrs 5 v3 three',
+      'spawn 9 kind 0 attrs nine hp 100',
+      'attrs 9 v1 nine',
+    ]);
+    expect(cw.get(5)).toMatchObject({ kind: 4, attributesVersion: 3, fields: { hp: 0 } });
+    expect(dec(cw.get(9)!.attributes)).toBe('nine');
+    expect(cw.counters).toMatchObject({ kindChanges: 1, attributes: 3, staleAttributes: 1 });
   });
 });

@@ -3,16 +3,7 @@
 // decoded packets.
 import { describe, it, expect } from 'vitest';
 import { World, WorldConfig, toRaw } from '../lib/index.js';
-import { ModelClient, ackOf, randInt, rng, withSeed } from './helpers/model.js';
-
-function codeOf(f: () => unknown): string {
-  try {
-    f();
-  } catch (e) {
-    return (e as { code: string }).code;
-  }
-  return 'no error';
-}
+import { ModelClient, ackOf, codeOf, randInt, rng, withSeed } from './helpers/model.js';
 
 describe('kinds', () => {
   it('ride with the first sighting (none for kind 0), then never again until they change', async () => {

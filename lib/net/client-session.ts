@@ -6,16 +6,7 @@
 import { SightlineError, describe, isUint8Array } from '../errors.js';
 import type { EntityId } from '../world.js';
 import { getU16, hex32, tokenMatches, getU32 } from './bytes.js';
-import {
-  ClientWorld,
-  type AttributesListener,
-  type DespawnListener,
-  type EventListener,
-  type KindListener,
-  type ReceiveStatus,
-  type SpawnListener,
-  type UpdateListener,
-} from './client-world.js';
+import { ClientWorld, type ClientWorldOptions, type ReceiveStatus } from './client-world.js';
 import { checkLayout, type PacketLayoutConfig } from '../decode.js';
 import { encodeBye, encodeHello, encodeInput, encodePing } from './control-encode.js';
 import { datagramKind, tryDecodeControl } from './control-decode.js';
@@ -42,17 +33,12 @@ export type ClientDisconnectReason =
   /** The connection closed without a BYE (a connection-oriented channel: WebSocket). */
   | 'closed';
 
-/** Options every session client takes (UdpClient, WsClient); they double as its listener. */
-export interface SessionClientOptions {
-  onSpawn?: SpawnListener;
-  onUpdate?: UpdateListener;
-  onDespawn?: DespawnListener;
-  /** A held entity's kind changed (see ClientWorld). */
-  onKind?: KindListener;
-  /** Newer attributes of an entity arrived (see ClientWorld). */
-  onAttributes?: AttributesListener;
-  /** Each reliable event once, in order (see ClientWorld). */
-  onEvent?: EventListener;
+/**
+ * Options every session client takes (UdpClient, WsClient); they double as its listener. The
+ * world's listeners are ClientWorld's (onSpawn, onUpdate, onDespawn, onKind, onAttributes, and
+ * onEvent: each reliable event once, in order).
+ */
+export interface SessionClientOptions extends Pick<ClientWorldOptions, 'onSpawn' | 'onUpdate' | 'onDespawn' | 'onKind' | 'onAttributes' | 'onEvent'> {
   /** After each game packet: how the world took it. */
   onPacket?: (status: ReceiveStatus, world: ClientWorld) => void;
   /** The session ended from the server's side (or the connection was lost); the channel is closed. */

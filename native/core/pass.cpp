@@ -367,6 +367,8 @@ void World::serve(Viewer& v, Scratch& s) {
   const bool attributesOn = gt.tracksAttributes();
   const bool acking = log && log->acknowledging;
   uint32_t* const logAttributeIds = log && attributesOn ? log->attributeIds.data() + size_t{logSlot} * log->maxAttributes : nullptr;
+  // The most entries a packet takes: its log's room (the log keeps payloadBytes / 9), and the u16 count.
+  const uint32_t maxAttributeEntries = logAttributeIds ? std::min<uint32_t>(log->maxAttributes, 0xffff) : 0xffff;
   uint32_t* const logAttributeVersions = log && attributesOn ? log->attributeVersions.data() + size_t{logSlot} * log->maxAttributes : nullptr;
   // Entry e's attributes into the section when they fit within `limit` bytes of sections; false
   // when they do not (nothing sent). True also when there is nothing to send (gone, none yet, the
@@ -377,7 +379,7 @@ void World::serve(Viewer& v, Scratch& s) {
     const uint32_t version = attrs.version(slot);
     if (attrs.owner(slot) != id || version == 0 || (acking && ga.acked == version) || ga.lastPass == pass) return true;
     const uint32_t length = attrs.length(slot);
-    if (sections.bytes() + sections.attributeCost(length) > limit || sections.attributeCount() >= 0xffff) return false;
+    if (sections.bytes() + sections.attributeCost(length) > limit || sections.attributeCount() >= maxAttributeEntries) return false;
     if (logAttributeIds) logAttributeIds[sections.attributeCount()] = id, logAttributeVersions[sections.attributeCount()] = version;
     sections.addAttribute(id, version, attrs.bytes(slot), length);
     ga.lastPass = pass;

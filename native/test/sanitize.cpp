@@ -187,7 +187,7 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
       ViewerChange ch;
       ch.what = 1u + rng() % 7;
       ch.to.sendPeriod = 1 + rng() % 3;
-      ch.to.payloadBytes = uint32_t(16 + 40 + 12 * (1 + rng() % 60) + 4 * (rng() % 8));
+      ch.to.payloadBytes = uint32_t(c.minPayloadBytes + c.recordBytes * (rng() % 60) + 4 * (rng() % 8));
       ch.to.viewRadiusRaw = 1 + int64_t(rng() % uint64_t(c.viewRadiusRaw));
       w.changeViewer(v, std::move(ch));
     }

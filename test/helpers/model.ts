@@ -24,6 +24,16 @@ export function errorCode(fn: () => unknown): string | undefined {
   return undefined;
 }
 
+/** The code of the error f throws ('no error' when it returns). */
+export function codeOf(f: () => unknown): string {
+  try {
+    f();
+  } catch (e) {
+    return (e as { code: string }).code;
+  }
+  return 'no error';
+}
+
 /** Runs fn(seed) and rethrows any failure with the seed in the message. */
 export async function withSeed(seed: number, fn: (seed: number) => void | Promise<void>): Promise<void> {
   try {
