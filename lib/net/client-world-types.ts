@@ -1,5 +1,6 @@
 // The shapes of a ClientWorld (client-world.ts): the entities it holds, its listeners, options and
 // counters. Browser-safe.
+import type { ExtrapolationOptions } from './extrapolate.js';
 
 /** An entity as the client perceives it: the newest position, fields, kind and attributes received. */
 export interface ClientEntity {
@@ -27,6 +28,18 @@ export interface ClientEntity {
   readonly sequence: number;
   /** Server tick of that packet (u32). */
   readonly tick: number;
+}
+
+/** Where {@link ClientWorld.predict} puts an entity at a given server tick. */
+export interface PredictedPosition {
+  /** Position, m. */
+  x: number;
+  y: number;
+  z: number;
+  /** Position, raw units (1024 per meter), not rounded. */
+  rawX: number;
+  rawY: number;
+  rawZ: number;
 }
 
 /**
@@ -62,6 +75,12 @@ export interface ClientWorldOptions {
    * tracks. For a server without acks, a larger value keeps more late packets.
    */
   maxLateness?: number;
+  /**
+   * Keep each entity's previous update as well, so that {@link ClientWorld.predict} can
+   * extrapolate from the two newest (linear dead reckoning): `true` (the defaults) or
+   * {@link ExtrapolationOptions}. Default off: `predict` then gives the newest position.
+   */
+  extrapolate?: boolean | ExtrapolationOptions;
   onSpawn?: SpawnListener;
   onUpdate?: UpdateListener;
   onDespawn?: DespawnListener;

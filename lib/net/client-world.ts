@@ -6,6 +6,7 @@ import { checkLayout, createRawPacket, decodePacketRaw, type PacketLayoutConfig,
 import { SightlineError, describe, readOptions } from '../errors.js';
 import type { FieldLayout } from '../decode-layout.js';
 import { RAW_PER_METER } from '../fixed.js';
+import { extrapolateAxis, isJump, readExtrapolation, type Extrapolation } from './extrapolate.js';
 import type {
   AckState,
   AttributesListener,
@@ -15,6 +16,7 @@ import type {
   DespawnListener,
   EventListener,
   KindListener,
+  PredictedPosition,
   ReceiveStatus,
   SpawnListener,
   UpdateListener,
@@ -40,9 +42,14 @@ interface Held {
   tick: number;
   /** Extended (unwrapped) sequence of the packet applied last. */
   ext: number;
+  /** The update before the newest (raw), and its server tick (-1: none since the entity appeared). */
+  prevX: number;
+  prevY: number;
+  prevZ: number;
+  prevTick: number;
 }
 
-const CLIENT_WORLD_OPTIONS: readonly string[] = ['payloadBytes', 'maxLateness', 'onSpawn', 'onUpdate', 'onDespawn', 'onKind', 'onAttributes', 'onEvent'];
+const CLIENT_WORLD_OPTIONS: readonly string[] = ['payloadBytes', 'maxLateness', 'extrapolate', 'onSpawn', 'onUpdate', 'onDespawn', 'onKind', 'onAttributes', 'onEvent'];
 
 // Extended sequences start here so that late packets before the first one stay positive.
 const EXT_BASE = 1 << 20;
@@ -66,6 +73,8 @@ export class ClientWorld {
   readonly layout: PacketLayoutConfig;
   /** See {@link ClientWorldOptions.maxLateness}. */
   readonly maxLateness: number;
+  /** The extrapolation settings ({@link ClientWorldOptions.extrapolate}, maxStep in raw units per tick); null when off. */
+  readonly extrapolation: Extrapolation | null;
   onSpawn: SpawnListener | undefined;
   onUpdate: UpdateListener | undefined;
   onDespawn: DespawnListener | undefined;
@@ -119,8 +128,9 @@ export class ClientWorld {
    * @param options `undefined` or `null`: every option takes its default
    * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (layout without non-negative integer regionRaw,
    *   regionShift, verticalRaw, zBits and quantShift; options not a plain object (an array or a
-   *   Date is refused); maxLateness or payloadBytes out of range; a listener not a function),
-   *   ERR_SIGHTLINE_UNKNOWN_OPTION (a key that is not an option).
+   *   Date is refused); maxLateness or payloadBytes out of range; a listener not a function;
+   *   extrapolate not a boolean or valid {@link ExtrapolationOptions}), ERR_SIGHTLINE_UNKNOWN_OPTION
+   *   (a key that is not an option).
    */
   constructor(layout: PacketLayoutConfig, options?: ClientWorldOptions | null) {
     this.#fieldLayout = checkLayout(layout, 'layout');
@@ -139,8 +149,10 @@ export class ClientWorld {
     if (!Number.isInteger(payloadBytes) || payloadBytes < 16 || payloadBytes > 65507) {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `payloadBytes must be an integer from 16 to 65507, received ${describe(payloadBytes)}`);
     }
+    const extrapolation = readExtrapolation(options.extrapolate);
     this.layout = layout;
     this.maxLateness = maxLateness;
+    this.extrapolation = extrapolation;
     let size = 64;
     while (size < maxLateness + 2) size *= 2;
     this.#ring = new Float64Array(size).fill(-1);
@@ -294,7 +306,7 @@ export class ClientWorld {
         }
         h = {
           id, x: 0, y: 0, z: 0, rawX: 0, rawY: 0, rawZ: 0, fields: {}, rawFields: new Int32Array(fc), kind: 0,
-          attributes: null, attributesVersion: 0, sequence: 0, tick: 0, ext: 0,
+          attributes: null, attributesVersion: 0, sequence: 0, tick: 0, ext: 0, prevX: 0, prevY: 0, prevZ: 0, prevTick: -1,
         };
         held.set(id, h);
         spawned = true;
@@ -303,6 +315,12 @@ export class ClientWorld {
       const rx = p.x[i];
       const ry = p.y[i];
       const rz = p.z[i];
+      if (!spawned && tick > h.tick) {
+        h.prevX = h.rawX;
+        h.prevY = h.rawY;
+        h.prevZ = h.rawZ;
+        h.prevTick = h.tick;
+      }
       h.rawX = rx;
       h.rawY = ry;
       h.rawZ = rz;
@@ -412,6 +430,36 @@ export class ClientWorld {
     if (++this.#sinceSweep >= Math.max(16, this.maxLateness >> 2)) this.#sweepTombs();
     if (failed) throw firstError;
     return 'applied';
+  }
+
+  /**
+   * Where held entity `id` is probably at server tick `tick` (fractional for a moment between
+   * ticks; e.g. {@link newestTick} plus the ticks since that packet arrived): with
+   * {@link ClientWorldOptions.extrapolate} on, its newest position moved on by the velocity of its
+   * two newest updates ((newest − previous) / the ticks between them) for `tick` − the newest
+   * update's tick, at most `maxTicks`; without an earlier update since it appeared, for a tick not
+   * after its newest, for a jump (a move over `maxStep` per tick), or with extrapolation off: the
+   * newest position. Writes `out` when given (and returns it). Undefined for an id not held.
+   */
+  predict(id: number, tick: number, out?: PredictedPosition): PredictedPosition | undefined {
+    const h = this.#held.get(id);
+    if (h === undefined) return undefined;
+    const r = out ?? { x: 0, y: 0, z: 0, rawX: 0, rawY: 0, rawZ: 0 };
+    const e = this.extrapolation;
+    if (e === null) {
+      r.rawX = h.rawX;
+      r.rawY = h.rawY;
+      r.rawZ = h.rawZ;
+    } else {
+      const jump = h.prevTick >= 0 && isJump(h.rawX - h.prevX, h.rawY - h.prevY, h.rawZ - h.prevZ, h.tick - h.prevTick, e.maxStepRaw);
+      r.rawX = extrapolateAxis(h.prevX, h.prevTick, h.rawX, h.tick, tick, e.maxTicks, jump);
+      r.rawY = extrapolateAxis(h.prevY, h.prevTick, h.rawY, h.tick, tick, e.maxTicks, jump);
+      r.rawZ = extrapolateAxis(h.prevZ, h.prevTick, h.rawZ, h.tick, tick, e.maxTicks, jump);
+    }
+    r.x = r.rawX / RAW_PER_METER;
+    r.y = r.rawY / RAW_PER_METER;
+    r.z = r.rawZ / RAW_PER_METER;
+    return r;
   }
 
   /** Whether the packet with this sequence (u16) was applied, among the last 64 (or `maxLateness` + 2). */
