@@ -42,6 +42,7 @@ struct Options {
   double attributeBytes = 32;   // --mode state: the attributes' size
   double attributeRate = 0.1;   // --mode state: the share of entities whose attributes change each second
   bool kinds = false;           // --mode state: every entity has a kind (1 to 4)
+  double repeatPasses = -1;     // --mode state: attributeRepeatPasses (-1: the default, 20)
   bool acks = false;            // viewers acknowledge every packet as soon as it is written (both scenes alike)
   bool warmupGiven = false;
 };
@@ -195,6 +196,7 @@ struct StateWriter {
     in.fields.push_back(FieldInput{"anim", 6, std::nullopt, std::nullopt, std::nullopt});
     in.fields.push_back(FieldInput{"health", 8, std::nullopt, 100.0, std::nullopt});
     in.attributeBytes = o.attributeBytes;
+    if (o.repeatPasses >= 0) in.attributeRepeatPasses = o.repeatPasses;
     return in;
   }
   void spawned(Scene& s) {
@@ -202,7 +204,7 @@ struct StateWriter {
     for (uint32_t slot = 0; slot < s.o.entities; ++slot) {
       const uint32_t id = s.w.entities().idOfSlot(slot);
       if (o.kinds) s.w.entities().setKind(id, uint16_t(1 + slot % 4));
-      s.w.entities().setAttributes(id, name.data(), attributeBytes);
+      if (attributeBytes > 0) s.w.entities().setAttributes(id, name.data(), attributeBytes);
       s.w.entities().fieldValues()[2 * size_t(s.w.entities().capacity()) + slot] = 255;
     }
   }
@@ -220,7 +222,7 @@ struct StateWriter {
     }
     // rate x entities per second, at 20 ticks a second.
     const double perTick = o.attributeRate * s.o.entities / 20;
-    uint32_t n = uint32_t(perTick) + (double(rng() % 1000) / 1000 < perTick - std::floor(perTick) ? 1 : 0);
+    uint32_t n = attributeBytes == 0 ? 0 : uint32_t(perTick) + (double(rng() % 1000) / 1000 < perTick - std::floor(perTick) ? 1 : 0);
     std::vector<uint8_t> name(attributeBytes);
     for (uint32_t k = 0; k < n; ++k) {
       for (auto& b : name) b = uint8_t('a' + rng() % 26);
@@ -338,6 +340,7 @@ int main(int argc, char** argv) {
     else if (a == "--attribute-bytes") o.attributeBytes = num(next());
     else if (a == "--attribute-rate") o.attributeRate = num(next());
     else if (a == "--kinds") o.kinds = true;
+    else if (a == "--repeat") o.repeatPasses = num(next());
     else if (a == "--acks") o.acks = true;
     else if (a == "--help" || a == "-h") usage(nullptr, 0);
     else usage(("unknown option " + a).c_str());

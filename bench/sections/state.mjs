@@ -3,9 +3,50 @@
 // pass, the two scenes ticked in turn in one run; town square and uniform, 8,192 x 8,192, 2
 // threads, viewers without and with acknowledgements. Target: at most 1.15 times the
 // position-only pass.
+import { World, WorldConfig } from '../../dist/lib/index.js';
+import { HERD_STATE_CONFIG, createHerd, createHerdState } from '../../dist/tools/herd/index.js';
 import { runCore } from '../core.mjs';
-import { cpuLine, fmt, table } from '../format.mjs';
-import { log, waitQuiet } from '../measure.mjs';
+import { cpuLine, fmt, ms, table } from '../format.mjs';
+import { log, median, now, waitQuiet } from '../measure.mjs';
+
+// The JavaScript side of a tick with and without state, two herds ticked in turn: the tick()
+// call (odometer, fields, snapshot), the JS thread's busy time while awaiting the result, reading
+// every packet through result.packets.
+async function handoff(run) {
+  const { P } = run;
+  const make = (state) => {
+    const config = WorldConfig.build(state ? HERD_STATE_CONFIG : {});
+    const world = new World(config, { capacity: 8192, threads: 2 });
+    const herd = createHerd(world, { scenario: 'uniform', entities: 8192, viewers: 8192, seed: run.seed });
+    const st = state ? createHerdState(world, herd, run.seed) : undefined;
+    return { world, step: () => (herd.step(), st?.step()), call: [], receive: [], read: [], sync: [] };
+  };
+  const sides = [make(false), make(true)];
+  const elu = () => performance.eventLoopUtilization().active;
+  let checksum = 0;
+  for (let t = 0; t < P.warmup + P.jsTicks; t++) {
+    for (const side of t % 2 === 0 ? sides : [...sides].reverse()) {
+      side.step();
+      const t0 = now();
+      const promise = side.world.tick();
+      const t1 = now();
+      const a1 = elu();
+      const r = await promise;
+      const a2 = elu();
+      const t2 = now();
+      for (const p of r.packets) checksum += p.bytes[0] + p.bytes.length;
+      const t3 = now();
+      if (t < P.warmup) continue;
+      side.call.push((t1 - t0) * 1000);
+      side.sync.push(r.stats.odometerMicros + r.stats.snapshotMicros);
+      side.receive.push((a2 - a1) * 1000);
+      side.read.push((t3 - t2) * 1000);
+    }
+  }
+  for (const s of sides) s.world.close();
+  const summarize = (s) => ({ callUs: median(s.call), syncUs: median(s.sync), receiveUs: median(s.receive), readUs: median(s.read) });
+  return { positions: summarize(sides[0]), state: summarize(sides[1]), ticks: P.jsTicks, checksum };
+}
 
 /** The state pass's largest ratio to the position-only pass. */
 export const STATE_TARGET_RATIO = 1.15;
@@ -24,7 +65,10 @@ export async function measure(run) {
       rows.push({ scenario, ...runCore(args) });
     }
   }
-  return { rows };
+  log('state', 'JavaScript side: uniform herds of 8,192 with and without state, ticked in turn');
+  const js = await handoff(run);
+  log('state', `  tick() call ${ms(js.positions.callUs, 3)} / ${ms(js.state.callUs, 3)} ms, receive ${ms(js.positions.receiveUs, 3)} / ${ms(js.state.receiveUs, 3)} ms`);
+  return { rows, js };
 }
 
 export function markdown(state) {
@@ -55,6 +99,23 @@ export function markdown(state) {
       ]),
     ),
   );
+  const j = state.js;
+  if (j) {
+    out.push('');
+    out.push(
+      `The JavaScript side of those ticks, two uniform herds of 8,192 (one with \`--state\`'s fields, kinds and names) on 2 threads, ticked in turn, ${j.ticks} ticks each; medians, ms:`,
+    );
+    out.push('');
+    out.push(
+      table(
+        ['World', 'tick() call', 'of which odometer + snapshot', 'JS busy while awaiting', 'Read 8,192 packets'],
+        [
+          ['positions only', ms(j.positions.callUs, 3), ms(j.positions.syncUs, 3), ms(j.positions.receiveUs, 3), ms(j.positions.readUs, 3)],
+          ['with state', ms(j.state.callUs, 3), ms(j.state.syncUs, 3), ms(j.state.receiveUs, 3), ms(j.state.readUs, 3)],
+        ],
+      ),
+    );
+  }
   return out;
 }
 
