@@ -69,9 +69,9 @@ export function gameListener(world: World, r: () => number, events: string[]) {
   };
 }
 
-export async function harness(options: Partial<ConstructorParameters<typeof UdpServer>[0]> = {}): Promise<Harness> {
+export async function harness(options: Partial<ConstructorParameters<typeof UdpServer>[0]> = {}, threads = 1): Promise<Harness> {
   const r = rng(9);
-  const world = new World(config, { capacity: 1024, threads: 1, recordGhostPositions: true });
+  const world = new World(config, { capacity: 1024, threads, recordGhostPositions: true });
   const move = movingCrowd(world, r);
   const events: string[] = [];
   const server = new UdpServer({ config, world, address: HOST, port: 0, ...gameListener(world, r, events), ...options });
