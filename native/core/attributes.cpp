@@ -1,13 +1,17 @@
 #include "attributes.h"
 
+#include "codec.h"
+
 namespace sightline {
 
-AttributeStore::AttributeStore(uint32_t capacity, uint32_t maxBytes) : maxBytes_(maxBytes) {
+AttributeStore::AttributeStore(uint32_t capacity, uint32_t maxBytes)
+    : maxBytes_(maxBytes), stride_((kEntryHeaderBytes + maxBytes + 15) / 16 * 16) {
   if (maxBytes == 0) return;  // no attributes: nothing allocated
-  live_.resize(size_t(capacity) * maxBytes), pass_.resize(size_t(capacity) * maxBytes);
-  liveVersion_.resize(capacity), passVersion_.resize(capacity);
-  liveOwner_.assign(capacity, kNoOwner), passOwner_.assign(capacity, kNoOwner);
-  liveLen_.resize(capacity), passLen_.resize(capacity);
+  live_.resize(size_t(capacity) * maxBytes), pass_.resize(size_t(capacity) * stride_);
+  liveVersion_.resize(capacity);
+  liveOwner_.assign(capacity, kNoOwner);
+  for (uint32_t s = 0; s < capacity; ++s) putU32(pass_.data() + size_t(s) * stride_, kNoOwner);
+  liveLen_.resize(capacity);
   dirty_.resize(capacity), dirtyFlag_.resize(capacity);
 }
 
@@ -29,9 +33,9 @@ void AttributeStore::clear(uint32_t slot, uint32_t owner) {
 void AttributeStore::sync() {
   for (uint32_t k = 0; k < dirtyCount_; ++k) {
     const uint32_t s = dirty_[k];
-    const size_t at = size_t(s) * maxBytes_;
-    std::memcpy(pass_.data() + at, live_.data() + at, liveLen_[s]);
-    passLen_[s] = liveLen_[s], passVersion_[s] = liveVersion_[s], passOwner_[s] = liveOwner_[s];
+    uint8_t* e = pass_.data() + size_t(s) * stride_;
+    putU32(e, liveOwner_[s]), putU32(e + 4, liveVersion_[s]), e[8] = liveLen_[s];
+    std::memcpy(e + kEntryHeaderBytes, live_.data() + size_t(s) * maxBytes_, liveLen_[s]);
     dirtyFlag_[s] = 0;
   }
   dirtyCount_ = 0;

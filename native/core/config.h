@@ -20,6 +20,7 @@ constexpr uint32_t kMaxFieldNameLength = 32;
 constexpr uint32_t kMaxAttributeBytes = 255; // an attribute entry's length is one byte
 constexpr uint32_t kKindRecordBytes = 6;     // kind record: u32 wire id + u16 kind
 constexpr uint32_t kAttributeHeaderBytes = 9;  // attribute entry before its bytes: u32 id, u32 version, u8 length
+constexpr uint32_t kAttributeCopySlack = 8;    // how far the pass's copy of an attribute entry may write past its end (sections.h)
 constexpr uint32_t kSectionCountBytes = 2;   // the u16 count that opens the kinds and the attributes sections
 constexpr uint32_t kDespawnRecordBytes = 4;  // despawn record: u32 wire id
 constexpr uint32_t kMaxCellRadius = 8;       // ring order and box are precomputed up to 17 x 17 cells

@@ -427,7 +427,7 @@ void World::serve(Viewer& v, Scratch& s) {
     const uint32_t length = attrs.length(slot);
     if (sections.bytes() + sections.attributeCost(length) > limit || sections.attributeCount() >= maxAttributeEntries) return false;
     if (logAttributeIds) logAttributeIds[sections.attributeCount()] = id, logAttributeVersions[sections.attributeCount()] = version;
-    sections.addAttribute(id, version, attrs.bytes(slot), length);
+    sections.addAttributeEntry(attrs.entry(slot));
     ga.lastPass = pass;
     return true;
   };

@@ -34,13 +34,15 @@ class PacketSections {
     putU32(p, id);
     putU16(p + 4, kind);
   }
-  void addAttribute(uint32_t id, uint32_t version, const uint8_t* data, uint32_t length) {
+  // An attribute entry as the wire carries it (kAttributeHeaderBytes + its length byte's count),
+  // copied in 8-byte words: entry is readable, and the section's scratch writable, up to
+  // kAttributeCopySlack bytes past the entry's end (the words past it are overwritten by the next
+  // entry or stay outside the packet).
+  void addAttributeEntry(const uint8_t* entry) {
+    const uint32_t length = kAttributeHeaderBytes + entry[8];
     uint8_t* p = attributes_ + attributeLength_;
-    putU32(p, id);
-    putU32(p + 4, version);
-    p[8] = uint8_t(length);
-    if (length) std::memcpy(p + kAttributeHeaderBytes, data, length);
-    attributeLength_ += kAttributeHeaderBytes + length;
+    for (uint32_t k = 0; k < length; k += 8) std::memcpy(p + k, entry + k, 8);
+    attributeLength_ += length;
     ++attributeCount_;
   }
 

@@ -495,7 +495,8 @@ void World::reserveScratch(unsigned threads) {
       s->stale.resize(config_.ghostTableCapacity + 16);
       s->kindRecords.resize(size_t{kKindRecordBytes} * config_.ghostCap);
     }
-    if (s->attributeSection.size() < kMaxPayloadBytes && config_.attributeBytes > 0) s->attributeSection.resize(kMaxPayloadBytes);
+    if (s->attributeSection.size() < kMaxPayloadBytes + kAttributeCopySlack && config_.attributeBytes > 0)
+      s->attributeSection.resize(kMaxPayloadBytes + kAttributeCopySlack);
     s->lookup.reserve(store_.highWater());
   }
 }
