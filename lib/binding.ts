@@ -120,6 +120,8 @@ export interface NativeWorld {
   /** The output buffer and packet index of the slot a tick's parity uses, as its last tick left them. */
   outputViews(which: number): { buffer: ArrayBuffer; index: Uint32Array } | null;
   close(): void;
+  /** Linux: the native UDP data path whose ACKs each tick applies and whose packets it sends; null detaches. */
+  attachTransport?(udp: NativeUdp | null): void;
   rebuildSnapshot(): void;
   snapshotInfo(): { count: number; outsideRegion: number; denseCells: number; maxCellOccupancy: number };
   gather(x: number, y: number, walkCap: number, exclude: number): { ids: Uint32Array; d2: Float64Array; examined: number };
@@ -141,6 +143,42 @@ export interface NativeWorld {
     externalBuffers: boolean;
     running: boolean;
   };
+}
+
+/** Options of the addon's NativeUdp (checked by lib/net/native-path.ts). */
+export interface NativeUdpOptions {
+  address?: string;
+  port?: number;
+  family?: 4 | 6;
+  fd?: number;
+  v6Only?: boolean;
+  sendBufferBytes?: number;
+  recvBufferBytes?: number;
+  maxSessions?: number;
+  forwardAcks?: boolean;
+  maxBatchBytes?: number;
+  dontFragment?: boolean;
+}
+
+/** The addon's native UDP data path (Linux; native/addon/native_udp.h). */
+export interface NativeUdp {
+  start(): void;
+  info(): { address: string; port: number; family: 4 | 6; sendBuffer: number; recvBuffer: number };
+  addSession(viewer: number, address: string, port: number): 'added' | 'full' | 'viewer' | 'peer';
+  removeSession(viewer: number): boolean;
+  touch(viewer: number, heard: boolean, sent: boolean): boolean;
+  idle(timeoutMs: number, keepaliveMs: number): { timedOut: Uint32Array; quiet: Uint32Array };
+  /** 0 when the kernel took it, else the errno. */
+  sendTo(address: string, port: number, bytes: Uint8Array): number;
+  /** 0, ENOENT (no session) or the errno. */
+  sendOne(viewer: number, bytes: Uint8Array): number;
+  /** [sent, bytes, dropped, failed, unrouted]. */
+  sendPackets(buffer: ArrayBuffer, index: Uint32Array, count: number): Float64Array;
+  takeBatch(): ArrayBuffer | null;
+  inject(bytes: Uint8Array, address: string, port: number): void;
+  counters(out: Float64Array): void;
+  lastTick(out: Float64Array): void;
+  close(): void;
 }
 
 /** A subscription box: inclusive cell bounds. */
@@ -173,6 +211,10 @@ export interface NativeBinding {
   kernels: 'avx512' | 'portable';
   /** Whether this addon was built with profile-guided optimization: see `profileGuided` in world.ts. */
   profileGuided: boolean;
+  /** Linux only: the native UDP data path, and the fields of its counters() and lastTick(). */
+  NativeUdp?: new (options: NativeUdpOptions, onBatch: () => void) => NativeUdp;
+  udpCounterFields?: string[];
+  udpTickFields?: string[];
 }
 
 function packageRoot(): string {

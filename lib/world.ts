@@ -51,7 +51,13 @@ const GATHER_OPTIONS = ['walkCap', 'exclude'] as const;
  *
  * Errors are {@link SightlineError}s with a `code`; a rejected call changes nothing.
  */
+/** @internal The engine under a world, for the package's native UDP data path (lib/net/native-path.ts). */
+export let engineOf: (world: World) => NativeWorld;
+
 export class World {
+  static {
+    engineOf = (world) => world.#native;
+  }
   readonly config: WorldConfig;
   /** Raw Int32 positions by slot; see {@link Positions}. */
   readonly positions: Positions;

@@ -37,6 +37,9 @@ Napi::Function NativeWorld::Init(Napi::Env env) {
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::Ghosts>>("ghosts"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::Info>>("info"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::OutputViews>>("outputViews"),
+#if SIGHTLINE_NATIVE_UDP
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::AttachTransport>>("attachTransport"),
+#endif
                          InstanceMethod<&NativeWorld::Close>("close"),
                      });
 }
@@ -106,6 +109,9 @@ Napi::Value NativeWorld::Close(const Napi::CallbackInfo& info) {
   for (Slot& slot : out_) slot = Slot{};
   positions_.Reset();
   for (auto& a : adopted_) a.Reset();
+#if SIGHTLINE_NATIVE_UDP
+  transport_.reset();
+#endif
   world_.reset();
   pool_.reset();
   return env.Undefined();

@@ -11,6 +11,9 @@
 
 #include "addon_data.h"
 #include "coded_error.h"
+#if SIGHTLINE_NATIVE_UDP
+#include "data_path.h"
+#endif
 #include "thread_pool.h"
 #include "world.h"
 
@@ -70,6 +73,14 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
 
   // native_world.cpp
   void requirePositions(Napi::Env env);
+  // The data path the next tick takes part with (null: none; always null without one).
+  std::shared_ptr<net::DataPath> transportForTick() const {
+#if SIGHTLINE_NATIVE_UDP
+    return transport_;
+#else
+    return nullptr;
+#endif
+  }
   void requireIdle(Napi::Env env, const char* what);
 
   // native_world_entities.cpp: spawn, despawn, slots and positions.
@@ -92,6 +103,11 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   // native_world_tick.cpp
   Napi::Value Tick(const Napi::CallbackInfo& info);
 
+#if SIGHTLINE_NATIVE_UDP
+  // native_world_transport.cpp: the native UDP data path a tick applies the ACKs of and sends with.
+  Napi::Value AttachTransport(const Napi::CallbackInfo& info);
+#endif
+
   // native_world_introspection.cpp: the snapshot, a gather, a ghost table, the world's info.
   Napi::Value RebuildSnapshot(const Napi::CallbackInfo& info);
   Napi::Value SnapshotInfo(const Napi::CallbackInfo& info);
@@ -109,6 +125,9 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   Napi::Reference<Napi::ArrayBuffer> adopted_[3];  // externalBuffers false: the buffers holding entity memory
   Slot out_[2];
   std::vector<PendingOp> pending_;
+#if SIGHTLINE_NATIVE_UDP
+  std::shared_ptr<net::DataPath> transport_;  // null: none attached
+#endif
 };
 
 }  // namespace sightline::addon

@@ -1,0 +1,101 @@
+// Receiver: the data path's receive thread. It reads client datagrams with recvmmsg, up to kBatch a
+// call, and sorts them (docs/transport.md, "Native data path"):
+//   - ACK from a session's address: the checks UdpServer makes (not ahead of the newest sequence
+//     sent, ack credit), then queued for the engine (takeAcks), in arrival order;
+//   - PING from a session's address: refreshes its timeout;
+//   - HELLO and BYE: handed to JavaScript (takeBatch), which runs the handshake and ends sessions;
+//   - anything else: malformed, or a stray (a well-formed message from an address without a
+//     session), counted and dropped.
+// JavaScript is told through `notify` when its batch goes from empty to not empty, and takes the
+// whole batch at once: one call per batch, not per datagram. The batch holds at most
+// maxBatchBytes; datagrams beyond it are dropped and counted (batchDropped).
+//
+// Between bursts the thread sleeps for kNapMicros rather than blocking in the kernel, so a client
+// sending ACKs rarely has to wake it (a wake-up costs the sender more than the datagram); after
+// kNapsBeforeBlocking naps in a row with nothing read it blocks in poll() until a datagram or
+// stop() comes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "session_table.h"
+
+namespace sightline::net {
+
+// One acknowledgement for the engine (World::acknowledgeAll).
+struct QueuedAck {
+  uint32_t viewer;
+  uint16_t ack;
+  uint32_t ackBits;
+};
+
+struct ReceiveCounters {
+  std::atomic<uint64_t> datagrams{0}, bytes{0}, malformed{0}, strays{0}, badAcks{0}, acks{0}, acksThrottled{0};
+  std::atomic<uint64_t> forwarded{0}, batchDropped{0}, socketErrors{0}, pings{0};
+};
+
+class Receiver {
+ public:
+  static constexpr unsigned kBatch = 64;
+  static constexpr unsigned kDatagramBytes = 2048;  // read buffer per datagram; longer ones are malformed
+  static constexpr unsigned kNapMicros = 500;
+  static constexpr unsigned kNapsBeforeBlocking = 200;
+
+  // Batch records (little-endian), one after another:
+  //   u8 kind, u8 addressLength, u16 port, u32 length, address text, then `length` bytes.
+  // kind kDatagram: a datagram from address:port. kind kAck (forwardAcks only): an ACK queued for
+  // the engine, address empty, port 0, 10 bytes: u32 viewer, u16 ack, u32 ackBits.
+  static constexpr uint8_t kDatagram = 0, kAck = 1;
+  static constexpr size_t kRecordHeader = 8;
+
+  Receiver(int fd, SessionTable& sessions, bool forwardAcks, size_t maxBatchBytes, std::function<void()> notify);
+  ~Receiver() { stop(); }
+  void start();
+  // Stops and joins the thread. Idempotent.
+  void stop();
+
+  // The acknowledgements queued since the last call, in arrival order (out is swapped with the queue).
+  void takeAcks(std::vector<QueuedAck>& out);
+  // The batch for JavaScript since the last call (out is swapped with it; its old contents dropped).
+  void takeBatch(std::vector<uint8_t>& out);
+  const ReceiveCounters& counters() const { return counters_; }
+  // One datagram sorted as the thread sorts it, as if it came from `from` (tests: a forged source
+  // address). Any thread.
+  void inject(const uint8_t* data, size_t length, const Endpoint& from);
+
+ private:
+  void run();
+  // Sorts one datagram; the caller holds the session table's lock.
+  void handle(const uint8_t* data, size_t length, const Endpoint& from, int64_t now);
+  // Moves what handle() gathered into the queues JavaScript and the engine take from.
+  void publish();
+  void forward(uint8_t kind, const Endpoint* from, const uint8_t* data, size_t length);
+
+  int fd_;
+  SessionTable& sessions_;
+  bool forwardAcks_;
+  size_t maxBatchBytes_;
+  std::function<void()> notify_;
+  int wake_ = -1;  // eventfd: stop() rings it
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  ReceiveCounters counters_;
+  // Held while sorting one batch (the thread's, or an injected datagram).
+  std::mutex sortM_;
+  // Filled while sorting one batch, then moved under the locks below.
+  std::vector<QueuedAck> acksLocal_;
+  std::vector<uint8_t> batchLocal_;
+  std::mutex ackM_;
+  std::vector<QueuedAck> acks_;
+  std::mutex batchM_;
+  std::vector<uint8_t> batch_;
+  bool notified_ = false;  // batch_ not empty and JavaScript told (under batchM_)
+};
+
+}  // namespace sightline::net

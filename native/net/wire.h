@@ -1,0 +1,49 @@
+// The control messages the native data path reads and writes itself (docs/transport.md, whose
+// reference implementation is lib/net/protocol.ts; test/net-native.test.ts checks these against it).
+// Everything else a client sends goes to JavaScript.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace sightline::net {
+
+constexpr uint8_t kGamePacketVersion = 1;  // byte 0 of a game packet (PROTOCOL_VERSION)
+constexpr uint8_t kMsgHello = 0xA0;
+constexpr uint8_t kMsgWelcome = 0xA1;
+constexpr uint8_t kMsgRefuse = 0xA2;
+constexpr uint8_t kMsgAck = 0xA3;
+constexpr uint8_t kMsgBye = 0xA4;
+constexpr uint8_t kMsgPing = 0xA5;
+constexpr uint32_t kAckBytes = 7;    // u8 type, u16 ack, u32 ackBits
+constexpr uint32_t kByeBytes = 2;    // u8 type, u8 reason
+constexpr uint32_t kPingBytes = 1;   // u8 type
+constexpr uint32_t kHelloBytes = 128;
+// The longest control message: a datagram longer than this is not one (malformed).
+constexpr uint32_t kMaxControlBytes = 128;
+constexpr uint32_t kGameHeaderBytes = 16;
+
+// Ack credit (docs/transport.md): each packet sent earns a client kAckCreditPerPacket acks, up to
+// kAckCreditMax banked, kAckCreditStart to begin with; an ACK without credit is dropped.
+constexpr int32_t kAckCreditPerPacket = 2;
+constexpr int32_t kAckCreditMax = 64;
+constexpr int32_t kAckCreditStart = 8;
+
+inline uint16_t getU16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
+inline uint32_t getU32(const uint8_t* p) {
+  return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
+}
+inline void setU16(uint8_t* p, uint16_t v) { p[0] = uint8_t(v), p[1] = uint8_t(v >> 8); }
+inline void setU32(uint8_t* p, uint32_t v) {
+  p[0] = uint8_t(v), p[1] = uint8_t(v >> 8), p[2] = uint8_t(v >> 16), p[3] = uint8_t(v >> 24);
+}
+
+// An ACK's acknowledgement ahead of the newest sequence sent (lastSequence, -1 before the first)
+// acknowledges nothing real: the check UdpServer makes before passing an ACK on.
+inline bool ackAhead(uint16_t ack, int32_t lastSequence) {
+  if (lastSequence < 0) return true;
+  const uint32_t ahead = uint16_t(ack - uint16_t(lastSequence));
+  return ahead != 0 && ahead < 32768;
+}
+
+}  // namespace sightline::net
