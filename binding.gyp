@@ -35,7 +35,8 @@
         "native/addon/native_world_tick.cpp",
         "native/addon/native_world_introspection.cpp",
         "native/addon/native_world_transport.cpp",
-        "native/addon/native_udp.cpp"
+        "native/addon/native_udp.cpp",
+        "native/addon/native_swarm.cpp"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "native/core"],
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS", "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS"],
@@ -56,7 +57,8 @@
             "native/net/session_table.cpp",
             "native/net/sender.cpp",
             "native/net/receiver.cpp",
-            "native/net/data_path.cpp"
+            "native/net/data_path.cpp",
+            "native/net/swarm.cpp"
           ],
           "include_dirs": ["native/net"],
           "defines": ["SIGHTLINE_NATIVE_UDP=1"]

@@ -164,10 +164,12 @@ export interface NativeUdpOptions {
 export interface NativeUdp {
   start(): void;
   info(): { address: string; port: number; family: 4 | 6; sendBuffer: number; recvBuffer: number };
-  addSession(viewer: number, address: string, port: number): 'added' | 'full' | 'viewer' | 'peer';
+  addSession(viewer: number, address: string, port: number, token: Uint8Array): 'added' | 'full' | 'viewer' | 'peer';
   removeSession(viewer: number): boolean;
   touch(viewer: number, heard: boolean, sent: boolean): boolean;
-  idle(timeoutMs: number, keepaliveMs: number): { timedOut: Uint32Array; quiet: Uint32Array };
+  /** Per session: viewer, ms since heard from, ms since sent to. */
+  times(): Float64Array;
+  setInputAck(viewer: number, ack: number, ackBits: number): boolean;
   /** 0 when the kernel took it, else the errno. */
   sendTo(address: string, port: number, bytes: Uint8Array): number;
   /** 0, ENOENT (no session) or the errno. */
@@ -178,6 +180,19 @@ export interface NativeUdp {
   inject(bytes: Uint8Array, address: string, port: number): void;
   counters(out: Float64Array): void;
   lastTick(out: Float64Array): void;
+  close(): void;
+}
+
+/** The addon's client swarm (Linux; native/addon/native_swarm.h). */
+export interface NativeSwarm {
+  start(): void;
+  aim(address: string, port: number): void;
+  info(): { ports: number[]; recvBuffer: number; sendBuffer: number; strays: number; batchDropped: number };
+  /** 0 or the errno. */
+  send(client: number, bytes: Uint8Array): number;
+  setConnected(client: number, connected: boolean, sample: boolean, token?: Uint8Array): void;
+  counters(out: Float64Array): void;
+  takeBatch(): ArrayBuffer | null;
   close(): void;
 }
 
@@ -215,6 +230,11 @@ export interface NativeBinding {
   NativeUdp?: new (options: NativeUdpOptions, onBatch: () => void) => NativeUdp;
   udpCounterFields?: string[];
   udpTickFields?: string[];
+  NativeSwarm?: new (
+    options: { clients: number; firstAddress: string; threads: number; recvBufferBytes: number; sendBufferBytes: number },
+    onBatch: () => void,
+  ) => NativeSwarm;
+  swarmCounterFields?: string[];
 }
 
 function packageRoot(): string {

@@ -10,7 +10,7 @@ import type { TickPackets } from './transport.js';
 export const NATIVE_COUNTER_FIELDS = [
   'datagramsReceived', 'bytesReceived', 'malformed', 'strays', 'badAcks', 'acks', 'acksThrottled',
   'forwarded', 'batchDropped', 'socketErrors', 'pings', 'packetsSent', 'bytesSent', 'packetsDropped',
-  'sendErrors', 'packetsUnrouted', 'acksApplied', 'acksUnused', 'acksInvalid',
+  'sendErrors', 'packetsUnrouted', 'acksApplied', 'acksUnused', 'acksInvalid', 'badTokens', 'oversized',
 ] as const;
 export type NativeCounters = Record<(typeof NATIVE_COUNTER_FIELDS)[number], number>;
 
@@ -127,8 +127,9 @@ export class NativePath {
     engineOf(w).attachTransport?.(null);
   }
 
-  addSession(viewer: EntityId, address: string, port: number): 'added' | 'full' | 'viewer' | 'peer' {
-    return this.#udp.addSession(viewer, address, port);
+  /** A session for `viewer` at address:port whose messages carry `token` (8 bytes). */
+  addSession(viewer: EntityId, address: string, port: number, token: Uint8Array): 'added' | 'full' | 'viewer' | 'peer' {
+    return this.#udp.addSession(viewer, address, port, token);
   }
 
   /** Returns once no send to it is in progress: nothing goes to it afterwards. */
@@ -141,9 +142,14 @@ export class NativePath {
     return !this.#closed && this.#udp.touch(viewer, heard, sent);
   }
 
-  /** Sessions silent for longer than timeoutMs, and (of the others) those sent nothing for keepaliveMs. */
-  idle(timeoutMs: number, keepaliveMs: number): { timedOut: Uint32Array; quiet: Uint32Array } {
-    return this.#udp.idle(timeoutMs, keepaliveMs);
+  /** Per session: its viewer, ms since it was last heard from, ms since it was last sent to (three numbers each). */
+  times(): Float64Array {
+    return this.#closed ? new Float64Array(0) : this.#udp.times();
+  }
+
+  /** The input acknowledgement (u16 ack, u16 ackBits) a viewer's game packets carry from now on. */
+  setInputAck(viewer: EntityId, ack: number, ackBits: number): boolean {
+    return !this.#closed && this.#udp.setInputAck(viewer, ack, ackBits);
   }
 
   /** One datagram (a control message): 0 when the kernel took it, else the errno. */

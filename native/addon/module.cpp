@@ -8,6 +8,7 @@
 #include "addon_data.h"
 #include "cells.h"
 #include "config_object.h"
+#include "native_swarm.h"
 #include "native_udp.h"
 #include "native_world.h"
 #include "simd.h"
@@ -45,6 +46,10 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   Napi::Array tickFields = Napi::Array::New(env, std::size(kUdpTickFields));
   for (uint32_t i = 0; i < std::size(kUdpTickFields); ++i) tickFields.Set(i, Napi::String::New(env, kUdpTickFields[i]));
   exports.Set("udpTickFields", tickFields);
+  exports.Set("NativeSwarm", NativeSwarm::Init(env));
+  Napi::Array swarmFields = Napi::Array::New(env, std::size(kSwarmCounterFieldNames));
+  for (uint32_t i = 0; i < std::size(kSwarmCounterFieldNames); ++i) swarmFields.Set(i, Napi::String::New(env, kSwarmCounterFieldNames[i]));
+  exports.Set("swarmCounterFields", swarmFields);
 #endif
   return exports;
 }

@@ -11,6 +11,7 @@
 
 #include "args.h"
 #include "coded_error.h"
+#include "wire.h"
 
 namespace sightline::addon {
 
@@ -36,7 +37,8 @@ Napi::Function NativeUdp::Init(Napi::Env env) {
                          InstanceMethod<&NativeUdp::AddSession>("addSession"),
                          InstanceMethod<&NativeUdp::RemoveSession>("removeSession"),
                          InstanceMethod<&NativeUdp::Touch>("touch"),
-                         InstanceMethod<&NativeUdp::Idle>("idle"),
+                         InstanceMethod<&NativeUdp::Times>("times"),
+                         InstanceMethod<&NativeUdp::SetInputAck>("setInputAck"),
                          InstanceMethod<&NativeUdp::SendTo>("sendTo"),
                          InstanceMethod<&NativeUdp::SendOne>("sendOne"),
                          InstanceMethod<&NativeUdp::SendPackets>("sendPackets"),
@@ -155,14 +157,19 @@ Napi::Value NativeUdp::Info(const Napi::CallbackInfo& info) {
   return o;
 }
 
-// addSession(viewer, address, port) -> 'added' | 'full' | 'viewer' (has one) | 'peer' (address has one).
+// addSession(viewer, address, port, token: Uint8Array(8)) -> 'added' | 'full' | 'viewer' (has one)
+// | 'peer' (address has one).
 Napi::Value NativeUdp::AddSession(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   net::DataPath& dp = open(env);
   const uint32_t viewer = idArg(info, 0);
   const net::Endpoint peer = endpointArg(info, 1);
+  if (info.Length() < 4 || !info[3].IsTypedArray() || info[3].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array ||
+      info[3].As<Napi::Uint8Array>().ByteLength() != net::kTokenBytes)
+    throw invalid(env, "token must be a Uint8Array of 8 bytes");
+  const uint8_t* token = info[3].As<Napi::Uint8Array>().Data();
   const char* r = "added";
-  switch (guarded(env, [&] { return dp.sessions().add(viewer, peer, net::monotonicMs()); })) {
+  switch (guarded(env, [&] { return dp.sessions().add(viewer, peer, token, net::monotonicMs()); })) {
     case net::SessionTable::AddResult::Added: break;
     case net::SessionTable::AddResult::Full: r = "full"; break;
     case net::SessionTable::AddResult::ViewerTaken: r = "viewer"; break;
@@ -188,20 +195,27 @@ Napi::Value NativeUdp::Touch(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(env, dp.sessions().touch(viewer, heard, sent, net::monotonicMs()));
 }
 
-// idle(timeoutMs, keepaliveMs) -> { timedOut: Uint32Array, quiet: Uint32Array } (viewers).
-Napi::Value NativeUdp::Idle(const Napi::CallbackInfo& info) {
+// times() -> Float64Array: per session its viewer, then ms since it was last heard from, then ms
+// since it was last sent to (what the receive and send threads saw).
+Napi::Value NativeUdp::Times(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   net::DataPath& dp = open(env);
-  const double timeout = numberArg(info, 0, "timeoutMs"), keepalive = numberArg(info, 1, "keepaliveMs");
-  timedOut_.clear(), quiet_.clear();
-  dp.sessions().idle(net::monotonicMs(), int64_t(timeout), int64_t(keepalive), timedOut_, quiet_);
-  Napi::Object o = Napi::Object::New(env);
-  Napi::Uint32Array t = Napi::Uint32Array::New(env, timedOut_.size()), q = Napi::Uint32Array::New(env, quiet_.size());
-  if (!timedOut_.empty()) std::memcpy(t.Data(), timedOut_.data(), timedOut_.size() * 4);
-  if (!quiet_.empty()) std::memcpy(q.Data(), quiet_.data(), quiet_.size() * 4);
-  o.Set("timedOut", t);
-  o.Set("quiet", q);
-  return o;
+  times_.clear();
+  dp.sessions().times(net::monotonicMs(), times_);
+  Napi::Float64Array out = Napi::Float64Array::New(env, times_.size());
+  if (!times_.empty()) std::memcpy(out.Data(), times_.data(), times_.size() * sizeof(double));
+  return out;
+}
+
+// setInputAck(viewer, ack u16, ackBits u16) -> whether it has a session.
+Napi::Value NativeUdp::SetInputAck(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  net::DataPath& dp = open(env);
+  const uint32_t viewer = idArg(info, 0);
+  const double ack = numberArg(info, 1, "ack"), bits = numberArg(info, 2, "ackBits");
+  if (!(ack >= 0 && ack <= 65535 && bits >= 0 && bits <= 65535) || ack != double(uint32_t(ack)) || bits != double(uint32_t(bits)))
+    throw invalid(env, "ack and ackBits must be integers from 0 to 65535, received " + num(ack) + " and " + num(bits));
+  return Napi::Boolean::New(env, dp.sessions().setInputAck(viewer, uint16_t(ack), uint16_t(bits)));
 }
 
 namespace {
@@ -296,7 +310,8 @@ Napi::Value NativeUdp::Counters(const Napi::CallbackInfo& info) {
   const double v[] = {
       ld(r.datagrams), ld(r.bytes), ld(r.malformed), ld(r.strays), ld(r.badAcks), ld(r.acks), ld(r.acksThrottled),
       ld(r.forwarded), ld(r.batchDropped), ld(r.socketErrors), ld(r.pings), ld(t.sent), ld(t.bytes), ld(t.dropped),
-      ld(t.failed), ld(t.unrouted), ld(t.acksApplied), ld(t.acksUnused), ld(t.acksInvalid),
+      ld(t.failed), ld(t.unrouted), ld(t.acksApplied), ld(t.acksUnused), ld(t.acksInvalid), ld(r.badTokens),
+      ld(r.oversized),
   };
   static_assert(std::size(v) == std::size(kUdpCounterFields), "one value per field of kUdpCounterFields");
   std::memcpy(info[0].As<Napi::Float64Array>().Data(), v, sizeof v);

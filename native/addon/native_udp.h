@@ -20,7 +20,7 @@ namespace sightline::addon {
 inline constexpr const char* kUdpCounterFields[] = {
     "datagramsReceived", "bytesReceived", "malformed", "strays", "badAcks", "acks", "acksThrottled",
     "forwarded", "batchDropped", "socketErrors", "pings", "packetsSent", "bytesSent", "packetsDropped",
-    "sendErrors", "packetsUnrouted", "acksApplied", "acksUnused", "acksInvalid",
+    "sendErrors", "packetsUnrouted", "acksApplied", "acksUnused", "acksInvalid", "badTokens", "oversized",
 };
 inline constexpr const char* kUdpTickFields[] = {
     "tick", "sent", "bytes", "dropped", "failed", "unrouted", "sendMicros", "acksApplied", "acksUnused",
@@ -44,7 +44,8 @@ class NativeUdp : public Napi::ObjectWrap<NativeUdp> {
   Napi::Value AddSession(const Napi::CallbackInfo& info);
   Napi::Value RemoveSession(const Napi::CallbackInfo& info);
   Napi::Value Touch(const Napi::CallbackInfo& info);
-  Napi::Value Idle(const Napi::CallbackInfo& info);
+  Napi::Value Times(const Napi::CallbackInfo& info);
+  Napi::Value SetInputAck(const Napi::CallbackInfo& info);
   Napi::Value SendTo(const Napi::CallbackInfo& info);
   Napi::Value SendOne(const Napi::CallbackInfo& info);
   Napi::Value SendPackets(const Napi::CallbackInfo& info);
@@ -67,7 +68,7 @@ class NativeUdp : public Napi::ObjectWrap<NativeUdp> {
   napi_env env_ = nullptr;
   int family_ = 0;
   std::vector<uint8_t> batch_;
-  std::vector<uint32_t> timedOut_, quiet_;
+  std::vector<double> times_;
 };
 
 }  // namespace sightline::addon

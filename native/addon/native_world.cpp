@@ -110,6 +110,7 @@ Napi::Value NativeWorld::Close(const Napi::CallbackInfo& info) {
   positions_.Reset();
   for (auto& a : adopted_) a.Reset();
 #if SIGHTLINE_NATIVE_UDP
+  if (transport_) transport_->setAttached(false);
   transport_.reset();
 #endif
   world_.reset();

@@ -12,6 +12,7 @@ Napi::Value NativeWorld::AttachTransport(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   requireIdle(env, "attaching a transport");
   if (info.Length() < 1 || info[0].IsNull() || info[0].IsUndefined()) {
+    if (transport_) transport_->setAttached(false);
     transport_.reset();
     return env.Undefined();
   }
@@ -20,7 +21,9 @@ Napi::Value NativeWorld::AttachTransport(const Napi::CallbackInfo& info) {
   const std::shared_ptr<net::DataPath>& dp = Napi::ObjectWrap<NativeUdp>::Unwrap(info[0].As<Napi::Object>())->dataPath();
   if (!dp) throw codedError(env, "ERR_SIGHTLINE_NET_CLOSED", "the UDP data path is closed");
   guarded(env, [&] { dp->reserveThreads(pool_->size()); return 0; });
+  if (transport_ && transport_ != dp) transport_->setAttached(false);
   transport_ = dp;
+  transport_->setAttached(true);
   return env.Undefined();
 }
 

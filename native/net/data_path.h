@@ -65,6 +65,9 @@ class DataPath {
   int grantedSendBuffer() const { return grantedSend_; }
   int grantedRecvBuffer() const { return grantedRecv_; }
 
+  // A World takes this path's ACKs (attached) or none does: the receive thread queues ACKs for the
+  // engine only while one is attached.
+  void setAttached(bool attached) { receiver_->queueAcks(attached); }
   // Scratch for a pool of `threads` (before the first tick with it; not while a tick runs).
   void reserveThreads(unsigned threads);
   // The tick's parts, on the thread running the pass (see the top of this file).

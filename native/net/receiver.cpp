@@ -11,6 +11,8 @@
 
 namespace sightline::net {
 
+static_assert(Receiver::kDatagramBytes > kMaxClientMessageBytes, "a client message fits the read buffer");
+
 Receiver::Receiver(int fd, SessionTable& sessions, bool forwardAcks, size_t maxBatchBytes, std::function<void()> notify)
     : fd_(fd), sessions_(sessions), forwardAcks_(forwardAcks), maxBatchBytes_(maxBatchBytes), notify_(std::move(notify)) {
   wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -31,6 +33,14 @@ void Receiver::stop() {
   if (thread_.joinable()) thread_.join();
   if (wake_ >= 0) ::close(wake_);
   wake_ = -1;
+}
+
+void Receiver::queueAcks(bool on) {
+  queueAcks_.store(on, std::memory_order_relaxed);
+  if (!on) {
+    std::lock_guard<std::mutex> lock(ackM_);
+    acks_.clear();
+  }
 }
 
 void Receiver::takeAcks(std::vector<QueuedAck>& out) {
@@ -59,26 +69,48 @@ void Receiver::forward(uint8_t kind, const Endpoint* from, const uint8_t* data, 
   if (length) std::memcpy(r + kRecordHeader + text.size(), data, length);
 }
 
-// Caller holds sessions_.mutex().
+// Caller holds sessions_.mutex(). The checks, and their order, are SessionHost.handle's
+// (lib/net/session-host.ts): the message's exact layout, a session at the sender's address, its
+// token; then, for an ACK, not ahead of the newest sequence sent and ack credit.
 void Receiver::handle(const uint8_t* data, size_t length, const Endpoint& from, int64_t now) {
   ReceiveCounters& c = counters_;
   c.datagrams.fetch_add(1, std::memory_order_relaxed);
   c.bytes.fetch_add(length, std::memory_order_relaxed);
-  if (length == 0 || length > kMaxControlBytes) {
+  if (length > kMaxClientMessageBytes) {
+    // Longer than any message a client sends (and perhaps than the read buffer): malformed here.
     c.malformed.fetch_add(1, std::memory_order_relaxed);
+    c.oversized.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  bool layout = false;
+  switch (length == 0 ? -1 : data[0]) {
+    case kMsgAck: layout = length == kAckBytes; break;
+    case kMsgBye: layout = length == kByeBytes; break;
+    case kMsgPing: layout = length == kPingBytes; break;
+    case kMsgInput:
+      layout = length >= kInputHeaderBytes && length <= kInputHeaderBytes + kInputMaxBytes && data[9] <= 1;
+      break;
+    default: break;
+  }
+  if (!layout) {
+    // A HELLO, or something malformed: JavaScript decodes it (and counts it by its error code).
+    forward(kDatagram, &from, data, length);
+    return;
+  }
+  Session* s = sessions_.findPeer(from);
+  if (!s) {
+    c.strays.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (std::memcmp(data + 1, s->token, kTokenBytes) != 0) {
+    c.badTokens.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  s->heardAtMs.store(now, std::memory_order_relaxed);
   switch (data[0]) {
     case kMsgAck: {
-      if (length != kAckBytes) break;
-      Session* s = sessions_.findPeer(from);
-      if (!s) {
-        c.strays.fetch_add(1, std::memory_order_relaxed);
-        return;
-      }
-      s->heardAtMs.store(now, std::memory_order_relaxed);
-      const uint16_t ack = getU16(data + 1);
-      const uint32_t bits = getU32(data + 3);
+      const uint16_t ack = getU16(data + 9);
+      const uint32_t bits = getU32(data + 11);
       if (ackAhead(ack, s->lastSequence.load(std::memory_order_relaxed))) {
         c.badAcks.fetch_add(1, std::memory_order_relaxed);
         return;
@@ -92,7 +124,7 @@ void Receiver::handle(const uint8_t* data, size_t length, const Endpoint& from, 
         }
       } while (!s->ackCredit.compare_exchange_weak(credit, credit - 1, std::memory_order_relaxed));
       c.acks.fetch_add(1, std::memory_order_relaxed);
-      acksLocal_.push_back({s->viewer, ack, bits});
+      if (queueAcks_.load(std::memory_order_relaxed)) acksLocal_.push_back({s->viewer, ack, bits});
       if (forwardAcks_) {
         uint8_t rec[10];
         setU32(rec, s->viewer), setU16(rec + 4, ack), setU32(rec + 6, bits);
@@ -100,30 +132,13 @@ void Receiver::handle(const uint8_t* data, size_t length, const Endpoint& from, 
       }
       return;
     }
-    case kMsgPing: {
-      if (length != kPingBytes) break;
-      Session* s = sessions_.findPeer(from);
-      if (!s) {
-        c.strays.fetch_add(1, std::memory_order_relaxed);
-        return;
-      }
-      s->heardAtMs.store(now, std::memory_order_relaxed);
+    case kMsgPing:
       c.pings.fetch_add(1, std::memory_order_relaxed);
       return;
-    }
-    case kMsgHello:
-      if (length != kHelloBytes) break;
-      forward(kDatagram, &from, data, length);
-      return;
-    case kMsgBye:
-      if (length != kByeBytes) break;
-      forward(kDatagram, &from, data, length);
-      return;
     default:
-      // Game packets, WELCOME and REFUSE travel to clients only; other types are not sightline's.
-      break;
+      // BYE and INPUT, from their session: JavaScript ends the session or takes the input.
+      forward(kDatagram, &from, data, length);
   }
-  c.malformed.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Receiver::inject(const uint8_t* data, size_t length, const Endpoint& from) {

@@ -1,11 +1,14 @@
 // Receiver: the data path's receive thread. It reads client datagrams with recvmmsg, up to kBatch a
-// call, and sorts them (docs/transport.md, "Native data path"):
-//   - ACK from a session's address: the checks UdpServer makes (not ahead of the newest sequence
-//     sent, ack credit), then queued for the engine (takeAcks), in arrival order;
-//   - PING from a session's address: refreshes its timeout;
-//   - HELLO and BYE: handed to JavaScript (takeBatch), which runs the handshake and ends sessions;
-//   - anything else: malformed, or a stray (a well-formed message from an address without a
-//     session), counted and dropped.
+// call, and sorts them with the checks of SessionHost.handle (docs/transport.md, "Native data
+// path"): a session message (ACK, BYE, PING, INPUT) of the exact layout must come from a session's
+// address (else a stray) and carry its token (else a bad token), both counted and dropped here;
+// then
+//   - ACK: not ahead of the newest sequence sent, ack credit (else counted and dropped), then
+//     queued for the engine (takeAcks; while queueAcks is on), in arrival order;
+//   - PING: refreshes the session's timeout, nothing else;
+//   - BYE and INPUT: handed to JavaScript (takeBatch), which ends the session or takes the input;
+//   - HELLO, and anything malformed, go to JavaScript too: the handshake and the decoder's error
+//     codes are its own. Longer than any client message: malformed, counted here (oversized).
 // JavaScript is told through `notify` when its batch goes from empty to not empty, and takes the
 // whole batch at once: one call per batch, not per datagram. The batch holds at most
 // maxBatchBytes; datagrams beyond it are dropped and counted (batchDropped).
@@ -37,13 +40,13 @@ struct QueuedAck {
 
 struct ReceiveCounters {
   std::atomic<uint64_t> datagrams{0}, bytes{0}, malformed{0}, strays{0}, badAcks{0}, acks{0}, acksThrottled{0};
-  std::atomic<uint64_t> forwarded{0}, batchDropped{0}, socketErrors{0}, pings{0};
+  std::atomic<uint64_t> forwarded{0}, batchDropped{0}, socketErrors{0}, pings{0}, badTokens{0}, oversized{0};
 };
 
 class Receiver {
  public:
   static constexpr unsigned kBatch = 64;
-  static constexpr unsigned kDatagramBytes = 2048;  // read buffer per datagram; longer ones are malformed
+  static constexpr unsigned kDatagramBytes = 2048;  // read buffer per datagram (> kMaxClientMessageBytes)
   static constexpr unsigned kNapMicros = 500;
   static constexpr unsigned kNapsBeforeBlocking = 200;
 
@@ -60,6 +63,8 @@ class Receiver {
   // Stops and joins the thread. Idempotent.
   void stop();
 
+  // Whether ACKs are queued for the engine (a World is attached); off also empties the queue.
+  void queueAcks(bool on);
   // The acknowledgements queued since the last call, in arrival order (out is swapped with the queue).
   void takeAcks(std::vector<QueuedAck>& out);
   // The batch for JavaScript since the last call (out is swapped with it; its old contents dropped).
@@ -84,6 +89,7 @@ class Receiver {
   std::function<void()> notify_;
   int wake_ = -1;  // eventfd: stop() rings it
   std::atomic<bool> stop_{false};
+  std::atomic<bool> queueAcks_{false};
   std::thread thread_;
   ReceiveCounters counters_;
   // Held while sorting one batch (the thread's, or an injected datagram).

@@ -38,9 +38,21 @@ void Sender::sendRange(const uint8_t* base, const uint32_t* index, uint32_t begi
         s.to[m] = session->peer;
         s.session[m] = session;
         const uint8_t* bytes = base + e[1];
-        s.sequence[m] = e[2] >= 4 ? getU16(bytes + 2) : 0;
-        s.iov[m].iov_base = const_cast<uint8_t*>(bytes);
-        s.iov[m].iov_len = e[2];
+        const uint32_t len = e[2];
+        s.sequence[m] = len >= 4 ? getU16(bytes + 2) : 0;
+        s.length[m] = len;
+        iovec* v = s.iov + 3 * m;
+        if (len >= kGameHeaderBytes) {
+          const uint32_t ack = session->inputAck.load(std::memory_order_relaxed);
+          setU16(s.stamp[m], uint16_t(ack)), setU16(s.stamp[m] + 2, uint16_t(ack >> 16));
+          v[0] = {const_cast<uint8_t*>(bytes), kInputAckOffset};
+          v[1] = {s.stamp[m], 4};
+          v[2] = {const_cast<uint8_t*>(bytes) + kInputAckOffset + 4, len - kInputAckOffset - 4};
+        } else {
+          v[0] = {const_cast<uint8_t*>(bytes), len};
+          v[1] = {nullptr, 0};
+          v[2] = {nullptr, 0};
+        }
         ++m;
       }
     }
@@ -48,8 +60,8 @@ void Sender::sendRange(const uint8_t* base, const uint32_t* index, uint32_t begi
       msghdr& h = s.msgs[k].msg_hdr;
       h.msg_name = &s.to[k].addr;
       h.msg_namelen = s.to[k].len;
-      h.msg_iov = &s.iov[k];
-      h.msg_iovlen = 1;
+      h.msg_iov = s.iov + 3 * k;
+      h.msg_iovlen = 3;
       h.msg_control = nullptr;
       h.msg_controllen = 0;
       h.msg_flags = 0;
@@ -67,7 +79,7 @@ void Sender::flush(Scratch& s, unsigned m, SendCounters& out) {
     if (r > 0) {
       for (unsigned j = k; j < k + unsigned(r); ++j) {
         ++out.sent;
-        out.bytes += s.iov[j].iov_len;
+        out.bytes += s.length[j];
         s.session[j]->sentPacket(s.sequence[j], now);
       }
       k += unsigned(r);

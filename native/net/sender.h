@@ -3,7 +3,10 @@
 // number of threads at once (each with its own scratch and gate, named by its worker index).
 //
 // Each packet goes to the session of its viewer (SessionTable), looked up per batch; a viewer
-// without one is unrouted. A datagram the kernel refuses for want of buffer (EAGAIN, ENOBUFS) is
+// without one is unrouted. Header bytes 8..11 leave with the session's input acknowledgement
+// (Session::inputAck) in place of the engine's zeros: the datagram is gathered from three pieces
+// (bytes 0..7 and 12.. of the output buffer, the four bytes between from the batch's scratch), so
+// the output buffer itself is never written. A datagram the kernel refuses for want of buffer (EAGAIN, ENOBUFS) is
 // dropped; any other refusal is a failure (errno kept in lastError). Both are counted, and the
 // rest of the batch is still tried: a client that cannot take a packet misses it, and the engine
 // treats it as unsent.
@@ -53,7 +56,9 @@ class Sender {
  private:
   struct alignas(64) Scratch {
     mmsghdr msgs[kBatch];
-    iovec iov[kBatch];
+    iovec iov[3 * kBatch];
+    uint8_t stamp[kBatch][4];
+    uint32_t length[kBatch];
     Endpoint to[kBatch];
     Session* session[kBatch];
     uint16_t sequence[kBatch];

@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "wire.h"
 
@@ -30,7 +31,7 @@ SessionTable::SessionTable(uint32_t capacity, unsigned gates)
   byPeer_.reserve(capacity);
 }
 
-SessionTable::AddResult SessionTable::add(uint32_t viewer, const Endpoint& peer, int64_t now) {
+SessionTable::AddResult SessionTable::add(uint32_t viewer, const Endpoint& peer, const uint8_t* token, int64_t now) {
   std::lock_guard<std::mutex> lock(m_);
   if (byViewer_.count(viewer)) return AddResult::ViewerTaken;
   if (byPeer_.count(peer)) return AddResult::PeerTaken;
@@ -40,6 +41,8 @@ SessionTable::AddResult SessionTable::add(uint32_t viewer, const Endpoint& peer,
   s.viewer = viewer;
   s.peer = peer;
   s.live = true;
+  std::memcpy(s.token, token, sizeof s.token);
+  s.inputAck.store(0, std::memory_order_relaxed);
   s.lastSequence.store(-1, std::memory_order_relaxed);
   s.ackCredit.store(kAckCreditStart, std::memory_order_relaxed);
   s.heardAtMs.store(now, std::memory_order_relaxed);
@@ -100,14 +103,22 @@ Session* SessionTable::findPeer(const Endpoint& peer) {
   return it == byPeer_.end() ? nullptr : &slots_[it->second];
 }
 
-void SessionTable::idle(int64_t now, int64_t timeoutMs, int64_t keepaliveMs, std::vector<uint32_t>& timedOut,
-                        std::vector<uint32_t>& quiet) const {
+void SessionTable::times(int64_t now, std::vector<double>& out) const {
   std::lock_guard<std::mutex> lock(m_);
   for (const auto& [viewer, slot] : byViewer_) {
     const Session& s = slots_[slot];
-    if (now - s.heardAtMs.load(std::memory_order_relaxed) > timeoutMs) timedOut.push_back(viewer);
-    else if (keepaliveMs > 0 && now - s.sentAtMs.load(std::memory_order_relaxed) >= keepaliveMs) quiet.push_back(viewer);
+    out.push_back(double(viewer));
+    out.push_back(double(now - s.heardAtMs.load(std::memory_order_relaxed)));
+    out.push_back(double(now - s.sentAtMs.load(std::memory_order_relaxed)));
   }
+}
+
+bool SessionTable::setInputAck(uint32_t viewer, uint16_t ack, uint16_t ackBits) {
+  std::lock_guard<std::mutex> lock(m_);
+  Session* s = findViewer(viewer);
+  if (!s) return false;
+  s->inputAck.store(uint32_t(ack) | (uint32_t(ackBits) << 16), std::memory_order_relaxed);
+  return true;
 }
 
 bool SessionTable::touch(uint32_t viewer, bool heard, bool sent, int64_t now) {

@@ -26,6 +26,10 @@ struct alignas(64) Session {
   uint32_t viewer = 0;
   bool live = false;
   Endpoint peer;
+  uint8_t token[8] = {0};  // every client message of the session carries it at bytes 1..8
+  // The server's acknowledgement of the client's reliable input, as game packets carry it in header
+  // bytes 8..11: u16 ack | u16 ackBits << 16 (set by JavaScript, which receives the input).
+  std::atomic<uint32_t> inputAck{0};
   // Sequence (u16) of the newest game packet sent; -1 before the first.
   std::atomic<int32_t> lastSequence{-1};
   // ACKs this client may still have passed on (wire.h: kAckCredit*).
@@ -48,8 +52,9 @@ class SessionTable {
   SessionTable(uint32_t capacity, unsigned gates);
 
   enum class AddResult { Added, Full, ViewerTaken, PeerTaken };
-  // Writer thread only. A session for `viewer` at `peer`, heard from and sent to `now`.
-  AddResult add(uint32_t viewer, const Endpoint& peer, int64_t now);
+  // Writer thread only. A session for `viewer` at `peer` with its 8-byte token, heard from and sent
+  // to `now`.
+  AddResult add(uint32_t viewer, const Endpoint& peer, const uint8_t* token, int64_t now);
   // Writer thread only. Takes the session out, then waits at each gate for the action in progress
   // there (at most one send batch): afterwards nothing is sent to it. False when there was none.
   bool remove(uint32_t viewer);
@@ -66,12 +71,13 @@ class SessionTable {
   std::mutex& gate(unsigned i) { return gates_[i].m; }
   unsigned gates() const { return gateCount_; }
 
-  // Sessions heard from longer ago than timeoutMs (timedOut), and, of the others, those sent
-  // nothing for keepaliveMs or longer (quiet; none when keepaliveMs is 0). Viewers, any order.
-  void idle(int64_t now, int64_t timeoutMs, int64_t keepaliveMs, std::vector<uint32_t>& timedOut,
-            std::vector<uint32_t>& quiet) const;
+  // Every session's viewer and how long ago (ms) it was last heard from and sent to: three values a
+  // session, appended to out, any order.
+  void times(int64_t now, std::vector<double>& out) const;
   // Refreshes a session's heard and/or sent time; false when the viewer has none.
   bool touch(uint32_t viewer, bool heard, bool sent, int64_t now);
+  // Sets the input acknowledgement its game packets carry from now on; false when none.
+  bool setInputAck(uint32_t viewer, uint16_t ack, uint16_t ackBits);
 
  private:
   struct alignas(64) Gate {

@@ -15,13 +15,25 @@ constexpr uint8_t kMsgRefuse = 0xA2;
 constexpr uint8_t kMsgAck = 0xA3;
 constexpr uint8_t kMsgBye = 0xA4;
 constexpr uint8_t kMsgPing = 0xA5;
-constexpr uint32_t kAckBytes = 7;    // u8 type, u16 ack, u32 ackBits
-constexpr uint32_t kByeBytes = 2;    // u8 type, u8 reason
-constexpr uint32_t kPingBytes = 1;   // u8 type
-constexpr uint32_t kHelloBytes = 128;
-// The longest control message: a datagram longer than this is not one (malformed).
-constexpr uint32_t kMaxControlBytes = 128;
+constexpr uint8_t kMsgChallenge = 0xA6;
+constexpr uint8_t kMsgInput = 0xA7;
+// Every client message after the handshake carries the session's token at bytes 1..8.
+constexpr uint32_t kTokenBytes = 8;
+constexpr uint32_t kAckBytes = 15;         // u8 type, token, u16 ack, u32 ackBits
+constexpr uint32_t kByeBytes = 10;         // u8 type, token, u8 reason
+constexpr uint32_t kPingBytes = 9;         // u8 type, token
+constexpr uint32_t kInputHeaderBytes = 12;  // u8 type, token, u8 kind (0 or 1), u16 sequence; then the payload
+constexpr uint32_t kInputMaxBytes = 1024;   // largest INPUT payload the protocol allows
+constexpr uint32_t kHelloMinBytes = 128;
+constexpr uint32_t kHelloMaxBytes = 33 + 1024;  // header, then a connect token of up to 1,024 bytes
+// The longest message a client sends: a datagram to a server longer than this is malformed.
+constexpr uint32_t kMaxClientMessageBytes = kHelloMaxBytes > kInputHeaderBytes + kInputMaxBytes
+                                                ? kHelloMaxBytes
+                                                : kInputHeaderBytes + kInputMaxBytes;
 constexpr uint32_t kGameHeaderBytes = 16;
+// Header bytes 8..11 of a game packet: the server's acknowledgement of the client's reliable
+// input (u16 ack, u16 ackBits), written per session as the packet leaves.
+constexpr uint32_t kInputAckOffset = 8;
 
 // Ack credit (docs/transport.md): each packet sent earns a client kAckCreditPerPacket acks, up to
 // kAckCreditMax banked, kAckCreditStart to begin with; an ACK without credit is dropped.
