@@ -33,7 +33,7 @@ export type NativeConfig = Pick<
   | 'denseCellThreshold'
   | 'subGridDivisions'
   | 'subShift'
-  | 'newDrift'
+  | 'newDriftRaw'
   | 'quantShift'
   | 'protocolHash'
   | 'bandWeights'

@@ -1,288 +1,34 @@
 // World configuration: authored values (meters, m/s, Hz, bytes, ticks) and everything derived
 // from them. Mirrors native/core/config.h and native/core/config.cpp: the same rules, checked in
 // the same order, with the same error codes, the same derived integers and the same protocol hash.
+// The authored fields and limits are in config-limits.ts, validation and derivation in
+// config-derive.ts, the wire constants and the protocol hash in wire.ts.
 // Browser-safe: imports nothing from Node.
 
-import { SightlineError, describe } from './errors.js';
-import { FRAC_BITS, RAW_PER_METER, roundHalfAwayFromZero, toMeters, toRaw } from './fixed.js';
+import { derive, defaultBandWeights, type Derived } from './config-derive.js';
+import type { ResolvedWorldConfigInput, WorldConfigInput } from './config-limits.js';
+import { SightlineError } from './errors.js';
+import { toMeters } from './fixed.js';
 
-/** Wire protocol version, byte 0 of every packet (docs/wire-format.md). */
-export const PROTOCOL_VERSION = 1;
-/** Packet header size in bytes (docs/wire-format.md). */
-export const HEADER_BYTES = 16;
-/** Update record size in bytes: u32 wire id + u64 packed position. */
-export const RECORD_BYTES = 12;
-/** Despawn record size in bytes: u32 wire id. */
-export const DESPAWN_RECORD_BYTES = 4;
-/** Largest cell radius (view radius in cells, rounded up): ring order and box are precomputed up to 17 × 17 cells. */
-export const MAX_CELL_RADIUS = 8;
-/** Largest number of cells per axis: the snapshot clears one counter per cell each tick. */
-export const MAX_CELLS_PER_AXIS = 1024;
-/** Largest regionSize and verticalExtent, in meters: 2^26 raw, so squared distances stay far below 2^63. */
-export const MAX_REGION_METERS = 65536;
-/** Largest tickHz: a tick of 1 ms. */
-export const MAX_TICK_HZ = 1000;
-/** Largest payloadBytes: the largest UDP payload over IPv4. */
-export const MAX_PAYLOAD_BYTES = 65507;
-/** newDrift's smallest value, meters: one raw unit. */
-const MIN_NEW_DRIFT_METERS = 1 / 1024;
-/** Smallest nonzero eventReserveBytes: a 3-byte events section and one event (2-byte length, 1 byte). */
-export const MIN_EVENT_RESERVE_BYTES = 6;
-/** Number of distance bands: band = floor(log2(squared distance in raw units)), 0..63. */
-export const BAND_COUNT = 64;
-/** walkCap used for `walkCap: Infinity` (uncapped): the largest Int32. */
-export const UNCAPPED_WALK = 2147483647;
-
-/** Authored configuration fields, in the order the native engine validates them. */
-export const CONFIG_FIELDS = [
-  'regionSize',
-  'verticalExtent',
-  'viewRadius',
-  'maxSpeed',
-  'tickHz',
-  'cellSize',
-  'payloadBytes',
-  'eventReserveBytes',
-  'walkCap',
-  'ghostCap',
-  'graceTicks',
-  'denseCellThreshold',
-  'subGridDivisions',
-  'newDrift',
-  'bandWeights',
-] as const;
-
-/** Name of an authored configuration field. */
-export type ConfigField = (typeof CONFIG_FIELDS)[number];
-
-/**
- * Authored configuration. Every field is optional; an omitted (or `undefined`) field takes its
- * default. Units: meters, meters per second, hertz, bytes, ticks.
- */
-export interface WorldConfigInput {
-  /** Side of the square region, m. A power of two of whole meters, at most 65536. Default 4096. */
-  regionSize?: number;
-  /** Vertical extent, m; z lies in [-extent/2, extent/2). At most 65536, at least 2 raw units. Default 1024. */
-  verticalExtent?: number;
-  /** View radius, m: entities farther than this from a viewer are never sent. Default 256. */
-  viewRadius?: number;
-  /** Largest entity speed, m/s. maxSpeed / tickHz must be less than one cell. Default 40. */
-  maxSpeed?: number;
-  /** Simulation tick rate, Hz; at most 1000 (a tick of 1 ms). Default 20. */
-  tickHz?: number;
-  /** Grid cell side, m; a power of two in raw units, at most 1024 cells per axis (regionSize / cellSize). Default: the largest power of two ≤ viewRadius / 2. `0` also means the default. */
-  cellSize?: number;
-  /** Bytes per packet, header included. Default 1200 (QUIC's minimum datagram size; fits a 1500-byte MTU). */
-  payloadBytes?: number;
-  /** Bytes per packet held back for events: 0 (no events), or at least 6 (the smallest that holds one event). Default 0. */
-  eventReserveBytes?: number;
-  /** Candidates examined per viewer before the walk stops: an integer from 1 to 2^31 − 1, or `Infinity` (uncapped). Default 256. */
-  walkCap?: number;
-  /** Nearest candidates eligible for the ghost table, 1 to 16384. Default 256. */
-  ghostCap?: number;
-  /**
-   * Grace window, in passes of the ghost's viewer (0 to 30000): a ghost not eligible on graceTicks + 1
-   * consecutive passes departs, and its despawn record goes in the packet of the pass after them (an
-   * entity that leaves before pass p is despawned in pass p + graceTicks + 1). Default 10.
-   */
-  graceTicks?: number;
-  /** A cell holding at least this many entities gets a sub-grid. Default 512. */
-  denseCellThreshold?: number;
-  /** Sub-cells per axis in a dense cell: 2, 4, 8 or 16. Default 8. */
-  subGridDivisions?: number;
-  /** Drift given to a candidate the client does not hold, m (1/1024 to (2^32 − 1)/1024, about 4,194,304). Default: viewRadius. `-1` also means the default. */
-  newDrift?: number;
-  /**
-   * Weight per distance band: 64 integers in [1, 2^32 - 1], as an array or a typed array (e.g. a
-   * `Uint32Array`). Default: 1/d ({@link defaultBandWeights}). An empty array or `null` also means
-   * the default.
-   */
-  bandWeights?: readonly number[] | ArrayLike<number> | null;
-}
-
-/**
- * Authored configuration with every default filled in: the object to hand to the native engine.
- * When not authored, cellSize and newDrift hold the derived values in meters (the native engine
- * derives the same raw values from them); bandWeights is `undefined` when the default table is in
- * use; walkCap keeps `Infinity` when authored so.
- */
-export interface ResolvedWorldConfigInput {
-  /** Side of the square region, m. */
-  readonly regionSize: number;
-  /** Vertical extent, m. */
-  readonly verticalExtent: number;
-  /** View radius, m. */
-  readonly viewRadius: number;
-  /** Largest entity speed, m/s. */
-  readonly maxSpeed: number;
-  /** Simulation tick rate, Hz. */
-  readonly tickHz: number;
-  /** Grid cell side, m (derived when not authored). */
-  readonly cellSize: number;
-  /** Bytes per packet. */
-  readonly payloadBytes: number;
-  /** Bytes per packet held back for events. */
-  readonly eventReserveBytes: number;
-  /** Candidates examined per viewer; `Infinity` when uncapped. */
-  readonly walkCap: number;
-  /** Nearest candidates eligible for the ghost table. */
-  readonly ghostCap: number;
-  /** Grace window, viewer passes. */
-  readonly graceTicks: number;
-  /** Entities per cell that trigger a sub-grid. */
-  readonly denseCellThreshold: number;
-  /** Sub-cells per axis in a dense cell. */
-  readonly subGridDivisions: number;
-  /** Drift given to a candidate the client does not hold, m (viewRadius, rounded to raw units, when not authored). */
-  readonly newDrift: number;
-  /** 64 band weights as authored, or `undefined` for the default 1/d table. */
-  readonly bandWeights: readonly number[] | undefined;
-}
-
-const DEFAULTS = {
-  regionSize: 4096,
-  verticalExtent: 1024,
-  viewRadius: 256,
-  maxSpeed: 40,
-  tickHz: 20,
-  cellSize: 0,
-  payloadBytes: 1200,
-  eventReserveBytes: 0,
-  walkCap: 256,
-  ghostCap: 256,
-  graceTicks: 10,
-  denseCellThreshold: 512,
-  subGridDivisions: 8,
-  newDrift: -1,
-} as const;
-
-// ---------------------------------------------------------------------------------------------
-// Integer helpers. Every argument is a non-negative integer below 2^32.
-
-function isPow2(v: number): boolean {
-  return v >= 1 && v <= 0xffffffff && Number.isInteger(v) && ((v >>> 0) & ((v >>> 0) - 1)) === 0;
-}
-
-// floor(log2(v)); 0 for v = 0.
-function ilog2(v: number): number {
-  return v === 0 ? 0 : 31 - Math.clz32(v);
-}
-
-// ceil(log2(v)); 0 for v <= 1.
-function ceilLog2(v: number): number {
-  return v <= 1 ? 0 : 32 - Math.clz32(v - 1);
-}
+export * from './config-limits.js';
+export * from './wire.js';
+export { defaultBandWeights };
 
 function fail(code: string, message: string): never {
   throw new SightlineError(code, message);
 }
 
-function requireFinitePositive(name: string, v: unknown): number {
-  if (typeof v !== 'number' || !Number.isFinite(v))
-    fail('ERR_SIGHTLINE_CONFIG_NOT_FINITE', `${name} must be a finite number, received ${describe(v)}`);
-  if (!(v > 0)) fail('ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', `${name} must be greater than 0, received ${describe(v)}`);
-  return v;
-}
-
-function requireInteger(name: string, v: unknown, lo: number, hi: number): number {
-  if (typeof v !== 'number' || !Number.isFinite(v))
-    fail('ERR_SIGHTLINE_CONFIG_NOT_FINITE', `${name} must be a finite number, received ${describe(v)}`);
-  if (lo > 0 && !(v > 0))
-    fail('ERR_SIGHTLINE_CONFIG_NOT_POSITIVE', `${name} must be greater than 0, received ${describe(v)}`);
-  if (!Number.isInteger(v)) fail('ERR_SIGHTLINE_CONFIG_NOT_INTEGER', `${name} must be an integer, received ${describe(v)}`);
-  if (v < lo || v > hi)
-    fail('ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', `${name} must be between ${lo} and ${hi}, received ${describe(v)}`);
-  return v;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Protocol hash and default band weights.
-
-function fnvWord(h: number, word: number): number {
-  for (let i = 0; i < 4; i++) {
-    h = (h ^ ((word >>> (8 * i)) & 0xff)) >>> 0;
-    h = Math.imul(h, 16777619) >>> 0;
-  }
-  return h;
-}
-
-/**
- * Protocol hash: FNV-1a 32-bit over the little-endian bytes of the u32 words
- * [PROTOCOL_VERSION, FRAC_BITS, regionRaw, verticalRaw, quantShift, HEADER_BYTES, RECORD_BYTES,
- * DESPAWN_RECORD_BYTES]: every value a decoder needs. Two configurations with the same hash decode
- * each other's packets identically. Returns an unsigned 32-bit integer.
- *
- * @param regionRaw region side, raw units (1024 per meter)
- * @param verticalRaw vertical extent, raw units
- * @param quantShift low bits dropped from each coordinate on the wire
- */
-export function protocolHash(regionRaw: number, verticalRaw: number, quantShift: number): number {
-  let h = 2166136261;
-  h = fnvWord(h, PROTOCOL_VERSION);
-  h = fnvWord(h, FRAC_BITS);
-  h = fnvWord(h, regionRaw >>> 0);
-  h = fnvWord(h, verticalRaw >>> 0);
-  h = fnvWord(h, quantShift >>> 0);
-  h = fnvWord(h, HEADER_BYTES);
-  h = fnvWord(h, RECORD_BYTES);
-  h = fnvWord(h, DESPAWN_RECORD_BYTES);
-  return h;
-}
-
-/**
- * Default band weights, 1/d: band b covers squared distances [2^b, 2^(b+1)) raw², i.e. distances
- * near 2^(b/2) raw units, so weight[b] = round(2^31 / 2^(b/2)) = 2^(31 - floor(b/2)), divided by
- * √2 for odd b, rounded half away from zero, at least 1. 64 unsigned 32-bit integers, halving per
- * doubling of distance: weight[0] = 2^31, weight[62] = weight[63] = 1.
- */
-export function defaultBandWeights(): number[] {
-  const w: number[] = [];
-  for (let b = 0; b < BAND_COUNT; b++) {
-    let v = 2 ** (31 - Math.floor(b / 2));
-    if (b % 2 === 1) v /= Math.SQRT2;
-    const r = roundHalfAwayFromZero(v);
-    w.push(r < 1 ? 1 : r);
-  }
-  return w;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The configuration.
-
-interface Derived {
-  input: ResolvedWorldConfigInput;
-  regionRaw: number;
-  regionShift: number;
-  verticalRaw: number;
-  zBits: number;
-  viewRadiusRaw: number;
-  viewRadiusSq: number;
-  cellRaw: number;
-  cellShift: number;
-  cellsPerAxis: number;
-  cellCount: number;
-  cellRadius: number;
-  maxMovePerTickRaw: number;
-  payloadBytes: number;
-  eventReserveBytes: number;
-  slotsPerPacket: number;
-  walkCap: number;
-  ghostCap: number;
-  ghostTableCapacity: number;
-  graceTicks: number;
-  denseCellThreshold: number;
-  subGridDivisions: number;
-  subShift: number;
-  newDrift: number;
-  quantShift: number;
-  bandWeights: readonly number[];
-  protocolHash: number;
-}
-
 /**
  * A validated world configuration: the authored values with defaults filled in and every derived
- * integer, field for field the native engine's `Config`. Raw units are 1/1024 m (see lib/fixed.ts).
- * Immutable (frozen). Build one with {@link WorldConfig.build}.
+ * integer, field for field the native engine's `Config`. Immutable (frozen). Build one with
+ * {@link WorldConfig.build}.
+ *
+ * Field names follow one rule: every authored field is here under its own name, in its authored
+ * unit (meters, m/s, Hz, bytes, ticks, counts), with its default or derived value filled in
+ * (`regionSize`, `viewRadius`, `cellSize`, `newDrift`, ...); a value in raw fixed point (1/1024 m,
+ * see lib/fixed.ts) ends in `Raw` (`regionRaw`, `viewRadiusRaw`, `cellRaw`, `newDriftRaw`), and
+ * the other derived integers say what they count (`cellShift`, `cellsPerAxis`, `slotsPerPacket`).
+ * `input` holds the same authored values as an object to hand to the engine.
  */
 // Passed by WorldConfig.build to the constructor, which refuses any other caller.
 const BUILD_TOKEN = Symbol('WorldConfig.build');
@@ -290,6 +36,24 @@ const BUILD_TOKEN = Symbol('WorldConfig.build');
 export class WorldConfig {
   /** Authored values with defaults filled in; the object to hand to the native engine. */
   readonly input: ResolvedWorldConfigInput;
+
+  /** Side of the square region, m (input.regionSize). 4096 by default. */
+  readonly regionSize: number;
+  /** Vertical extent, m (input.verticalExtent); z lies in [-extent/2, extent/2). 1024 by default. */
+  readonly verticalExtent: number;
+  /** View radius, m (input.viewRadius). 256 by default. */
+  readonly viewRadius: number;
+  /** Largest entity speed, m/s (input.maxSpeed). 40 by default. */
+  readonly maxSpeed: number;
+  /** Tick rate, Hz (input.tickHz). 20 by default. */
+  readonly tickHz: number;
+  /** Cell side, m: cellRaw / 1024 (input.cellSize, derived when not authored). 128 by default. */
+  readonly cellSize: number;
+  /**
+   * Drift given to a candidate the client does not hold, m: newDriftRaw / 1024 (input.newDrift;
+   * the view radius by default). Until 0.2.0 this field held the raw value, now `newDriftRaw`.
+   */
+  readonly newDrift: number;
 
   /** Region side, raw units: regionSize × 1024. A power of two; 2^22 (4096 m) by default. */
   readonly regionRaw: number;
@@ -346,7 +110,7 @@ export class WorldConfig {
   /** log2 of the sub-cell side in raw units: cellShift - log2(subGridDivisions). 14 by default. */
   readonly subShift: number;
   /** Drift given to a candidate the client does not hold, raw units. viewRadiusRaw by default. */
-  readonly newDrift: number;
+  readonly newDriftRaw: number;
   /**
    * Low bits dropped from each coordinate on the wire, so that x, y (regionShift - q bits each) and
    * z (zBits - q bits) fit in 64: q = ceil((2 × regionShift + zBits - 64) / 3), at least 0.
@@ -357,9 +121,6 @@ export class WorldConfig {
   readonly bandWeights: readonly number[];
   /** Protocol hash, unsigned 32-bit: see {@link protocolHash}. */
   readonly protocolHash: number;
-
-  /** Cell side, m: cellRaw / 1024. 128 by default. */
-  readonly cellSize: number;
 
   // Set by the constructor alone: an object made from WorldConfig.prototype without build() lacks it.
   readonly #built = true;
@@ -397,11 +158,17 @@ export class WorldConfig {
     this.denseCellThreshold = d.denseCellThreshold;
     this.subGridDivisions = d.subGridDivisions;
     this.subShift = d.subShift;
-    this.newDrift = d.newDrift;
+    this.newDriftRaw = d.newDrift;
     this.quantShift = d.quantShift;
     this.bandWeights = d.bandWeights;
     this.protocolHash = d.protocolHash;
+    this.regionSize = d.input.regionSize;
+    this.verticalExtent = d.input.verticalExtent;
+    this.viewRadius = d.input.viewRadius;
+    this.maxSpeed = d.input.maxSpeed;
+    this.tickHz = d.input.tickHz;
     this.cellSize = toMeters(d.cellRaw);
+    this.newDrift = toMeters(d.newDrift);
     Object.freeze(this);
   }
 
@@ -428,290 +195,4 @@ export class WorldConfig {
     if (input instanceof WorldConfig) fail('ERR_SIGHTLINE_INVALID_ARGUMENT', 'config has the WorldConfig prototype but was not made by WorldConfig.build()');
     return new WorldConfig(BUILD_TOKEN, derive(input));
   }
-}
-
-// Reads the authored object as the native addon does before validation: unknown keys first, then
-// each field in CONFIG_FIELDS order (inherited, then type). Only own properties are read; absent
-// and undefined fields take their defaults.
-function readInput(input: unknown): Record<ConfigField, unknown> {
-  if (input === undefined) input = {};
-  // An ordinary object: not an array, nor a Map, a Date, a boxed number or another built-in that
-  // holds its data elsewhere (its fields would be silently ignored).
-  if (typeof input !== 'object' || input === null || Array.isArray(input) || Object.prototype.toString.call(input) !== '[object Object]')
-    fail('ERR_SIGHTLINE_INVALID_ARGUMENT', `config must be an object, received ${describe(input)}`);
-  const known: readonly string[] = CONFIG_FIELDS;
-  for (const key of Object.keys(input)) {
-    if (!known.includes(key))
-      fail(
-        'ERR_SIGHTLINE_CONFIG_UNKNOWN_FIELD',
-        `unknown config field ${describe(key)}; valid fields are ${CONFIG_FIELDS.join(', ')}`,
-      );
-  }
-  const src = input as Record<string, unknown>;
-  const own = (f: ConfigField): unknown => {
-    if (Object.prototype.hasOwnProperty.call(src, f)) return src[f];
-    if (f in src)
-      fail(
-        'ERR_SIGHTLINE_INVALID_ARGUMENT',
-        `config field ${f} is inherited, not an own property of the config; only own properties are read (copy it: { ...config })`,
-      );
-    return undefined;
-  };
-  const out = {} as Record<ConfigField, unknown>;
-  for (const f of CONFIG_FIELDS) {
-    if (f === 'bandWeights') continue;
-    const v = own(f);
-    if (v === undefined) {
-      out[f] = DEFAULTS[f];
-      continue;
-    }
-    if (typeof v !== 'number')
-      fail('ERR_SIGHTLINE_CONFIG_NOT_FINITE', `${f} must be a finite number, received ${describe(v)}`);
-    out[f] = v;
-  }
-  const w = own('bandWeights');
-  if (w === undefined || w === null) {
-    out.bandWeights = undefined;
-  } else {
-    // An array, or a typed array of numbers (a BigInt64Array's entries are not numbers).
-    const typed = ArrayBuffer.isView(w) && !(w instanceof DataView);
-    if (!Array.isArray(w) && !typed)
-      fail(
-        'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',
-        `bandWeights must be an array or typed array of ${BAND_COUNT} integers, received ${describe(w)}`,
-      );
-    const list: unknown[] = Array.from(w as ArrayLike<unknown>);
-    for (let i = 0; i < list.length; i++) {
-      const e: unknown = list[i];
-      if (typeof e !== 'number')
-        fail('ERR_SIGHTLINE_CONFIG_NOT_FINITE', `bandWeights[${i}] must be a finite number, received ${describe(e)}`);
-    }
-    out.bandWeights = list as number[];
-  }
-  return out;
-}
-
-// Mirrors buildConfig() in native/core/config.cpp step by step.
-function derive(raw: unknown): Derived {
-  const inp = readInput(raw);
-
-  const regionSize = requireFinitePositive('regionSize', inp.regionSize);
-  const verticalExtent = requireFinitePositive('verticalExtent', inp.verticalExtent);
-  const viewRadius = requireFinitePositive('viewRadius', inp.viewRadius);
-  const maxSpeed = requireFinitePositive('maxSpeed', inp.maxSpeed);
-  const tickHz = requireFinitePositive('tickHz', inp.tickHz);
-  if (tickHz > MAX_TICK_HZ) fail('ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', `tickHz must be at most ${MAX_TICK_HZ} Hz, received ${describe(tickHz)}`);
-
-  // Region: a power of two of whole meters, so a cell index is the top bits of a raw coordinate.
-  if (regionSize > MAX_REGION_METERS)
-    fail(
-      'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',
-      `regionSize must be at most ${MAX_REGION_METERS} m, received ${describe(regionSize)}`,
-    );
-  if (!Number.isInteger(regionSize) || !isPow2(regionSize))
-    fail(
-      'ERR_SIGHTLINE_CONFIG_REGION_NOT_POWER_OF_TWO',
-      `regionSize must be a power of two of whole meters, at most 65536 (..., 1024, 2048, 4096, ...), received ${describe(regionSize)}`,
-    );
-  const regionRaw = regionSize * RAW_PER_METER;
-  const regionShift = ilog2(regionRaw);
-
-  if (verticalExtent > MAX_REGION_METERS)
-    fail(
-      'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',
-      `verticalExtent must be at most ${MAX_REGION_METERS} m, received ${describe(verticalExtent)}`,
-    );
-  const verticalRaw = toRaw(verticalExtent);
-  if (verticalRaw < 2)
-    fail(
-      'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',
-      `verticalExtent must be at least 2 raw units (0.002 m), received ${describe(verticalExtent)}`,
-    );
-  const zBits = ceilLog2(verticalRaw);
-
-  const viewRadiusRaw = toRaw(viewRadius);
-  if (viewRadiusRaw < 1)
-    fail(
-      'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE',
-      `viewRadius must be at least 1 raw unit (1/1024 m), received ${describe(viewRadius)}`,
-    );
-  if (viewRadiusRaw > regionRaw)
-    fail(
-      'ERR_SIGHTLINE_CONFIG_RADIUS_EXCEEDS_REGION',
-      `viewRadius must be at most regionSize (${regionSize} m), received ${describe(viewRadius)}`,
-    );
-  const viewRadiusSq = viewRadiusRaw * viewRadiusRaw;
-
-  // Cell: a power of two; by default the largest one <= viewRadius / 2 (so the box is 5 x 5).
-  let cellRaw: number;
-  const cellSizeIn = inp.cellSize;
-  if (cellSizeIn === 0) {
-    const half = Math.floor(viewRadiusRaw / 2);
-    cellRaw = half < 1 ? 1 : 2 ** ilog2(half);
-  } else {
-    const cellSize = requireFinitePositive('cellSize', cellSizeIn);
-    const r = cellSize * RAW_PER_METER;
-    if (!Number.isInteger(r) || r > regionRaw || !isPow2(r))
-      fail(
-        'ERR_SIGHTLINE_CONFIG_CELL_NOT_POWER_OF_TWO',
-        `cellSize must be a power of two in meters (..., 64, 128, 256) no larger than regionSize (${regionSize} m), received ${describe(cellSize)}`,
-      );
-    cellRaw = r;
-  }
-  let cellShift = ilog2(cellRaw);
-  if (cellRaw > regionRaw) {
-    cellRaw = regionRaw;
-    cellShift = regionShift;
-  }
-  const cellsPerAxis = 2 ** (regionShift - cellShift);
-  if (cellsPerAxis > MAX_CELLS_PER_AXIS)
-    fail(
-      'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',
-      `regionSize / cellSize must be at most ${MAX_CELLS_PER_AXIS} cells per axis, received ${cellsPerAxis} (cell ${toMeters(cellRaw)} m)`,
-    );
-  const cellCount = cellsPerAxis * cellsPerAxis;
-  const cellRadius = Math.ceil(viewRadiusRaw / cellRaw);
-  if (cellRadius > MAX_CELL_RADIUS)
-    fail(
-      'ERR_SIGHTLINE_CONFIG_CELL_RADIUS_TOO_LARGE',
-      `viewRadius / cellSize must be at most ${MAX_CELL_RADIUS} cells, received ${cellRadius} (viewRadius ${viewRadius} m, cell ${toMeters(cellRaw)} m)`,
-    );
-
-  // An entity may cross at most one cell boundary per axis per tick.
-  const maxMovePerTickRaw = Math.ceil((maxSpeed * RAW_PER_METER) / tickHz);
-  if (maxMovePerTickRaw >= cellRaw)
-    fail(
-      'ERR_SIGHTLINE_CONFIG_SPEED_EXCEEDS_CELL_PER_TICK',
-      `maxSpeed / tickHz must be less than one cell (${toMeters(cellRaw)} m) per tick, received ${maxSpeed} m/s at ${tickHz} Hz (${toMeters(maxMovePerTickRaw)} m per tick)`,
-    );
-
-  const payloadBytes = requireInteger('payloadBytes', inp.payloadBytes, 1, Number.MAX_SAFE_INTEGER);
-  if (payloadBytes > MAX_PAYLOAD_BYTES)
-    fail(
-      'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',
-      `payloadBytes must be at most ${MAX_PAYLOAD_BYTES} (the largest UDP payload over IPv4), received ${describe(payloadBytes)}`,
-    );
-  const eventReserveBytes = requireInteger('eventReserveBytes', inp.eventReserveBytes, 0, MAX_PAYLOAD_BYTES);
-  if (eventReserveBytes > 0 && eventReserveBytes < MIN_EVENT_RESERVE_BYTES)
-    fail(
-      'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',
-      `eventReserveBytes must be 0, or at least ${MIN_EVENT_RESERVE_BYTES} (a 3-byte events section and one event of 2 + 1 bytes), received ${describe(eventReserveBytes)}`,
-    );
-  const minPayload = HEADER_BYTES + eventReserveBytes + RECORD_BYTES;
-  if (payloadBytes < minPayload)
-    fail(
-      'ERR_SIGHTLINE_CONFIG_PAYLOAD_TOO_SMALL',
-      `payloadBytes must hold the ${HEADER_BYTES}-byte header, the event reserve (${eventReserveBytes}) and one ${RECORD_BYTES}-byte record: at least ${minPayload}, received ${payloadBytes}`,
-    );
-  const slotsPerPacket = Math.floor((payloadBytes - HEADER_BYTES - eventReserveBytes) / RECORD_BYTES);
-
-  if (inp.walkCap === -Infinity)
-    fail('ERR_SIGHTLINE_CONFIG_NOT_FINITE', `walkCap must be an integer from 1 to ${UNCAPPED_WALK}, or Infinity (uncapped), received -Infinity`);
-  const walkCapIn = inp.walkCap === Infinity ? UNCAPPED_WALK : inp.walkCap;
-  const walkCap = requireInteger('walkCap', walkCapIn, 1, UNCAPPED_WALK);
-  const ghostCap = requireInteger('ghostCap', inp.ghostCap, 1, 16384);
-  const ghostTableCapacity = 2 * ghostCap;
-  const graceTicks = requireInteger('graceTicks', inp.graceTicks, 0, 30000);
-  const denseCellThreshold = requireInteger('denseCellThreshold', inp.denseCellThreshold, 1, 2 ** 30);
-  const subGridDivisions = requireInteger('subGridDivisions', inp.subGridDivisions, 2, 16);
-  if (!isPow2(subGridDivisions) || subGridDivisions < 2 || subGridDivisions > cellRaw)
-    fail(
-      'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',
-      `subGridDivisions must be 2, 4, 8 or 16 and no more than the cell's raw size, received ${describe(subGridDivisions)}`,
-    );
-  const subShift = cellShift - ilog2(subGridDivisions);
-
-  let newDrift: number;
-  const newDriftIn = inp.newDrift;
-  if (newDriftIn === -1) {
-    newDrift = viewRadiusRaw;
-  } else {
-    const meters = requireFinitePositive('newDrift', newDriftIn);
-    const r = toRaw(meters);
-    // The lower bound is checked in meters (rounding would let 1/2048 m become 1 raw unit).
-    if (meters < MIN_NEW_DRIFT_METERS || r > 0xffffffff)
-      fail(
-        'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',
-        `newDrift must be between 1/1024 m and 4294967295/1024 m (raw 1 to 2^32 - 1), received ${describe(meters)}`,
-      );
-    newDrift = r;
-  }
-
-  let bandWeights: readonly number[];
-  let authoredWeights: readonly number[] | undefined;
-  const bw = inp.bandWeights as readonly unknown[] | undefined;
-  if (bw === undefined || bw.length === 0) {
-    bandWeights = Object.freeze(defaultBandWeights());
-    authoredWeights = undefined;
-  } else {
-    if (bw.length !== BAND_COUNT)
-      fail(
-        'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',
-        `bandWeights must have exactly ${BAND_COUNT} entries, received ${bw.length}`,
-      );
-    const w: number[] = [];
-    for (let b = 0; b < BAND_COUNT; b++) {
-      const v: unknown = bw[b];
-      if (v === 0)
-        fail(
-          'ERR_SIGHTLINE_CONFIG_BAND_WEIGHT_ZERO',
-          `bandWeights[${b}] must be at least 1 (a zero weight would never send that band), received ${describe(v)}`,
-        );
-      w.push(requireInteger(`bandWeights[${b}]`, v, 1, 4294967295));
-    }
-    bandWeights = Object.freeze(w);
-    authoredWeights = bandWeights;
-  }
-
-  // Wire position: x and y take (regionShift - q) bits, z takes (zBits - q); the three fit in 64.
-  const excess = 2 * regionShift + zBits - 64;
-  const quantShift = excess <= 0 ? 0 : Math.floor((excess + 2) / 3);
-
-  const input: ResolvedWorldConfigInput = Object.freeze({
-    regionSize,
-    verticalExtent,
-    viewRadius,
-    maxSpeed,
-    tickHz,
-    cellSize: toMeters(cellRaw),
-    payloadBytes,
-    eventReserveBytes,
-    walkCap: inp.walkCap as number,
-    ghostCap,
-    graceTicks,
-    denseCellThreshold,
-    subGridDivisions,
-    newDrift: newDriftIn === -1 ? toMeters(newDrift) : (newDriftIn as number),
-    bandWeights: authoredWeights,
-  });
-
-  return {
-    input,
-    regionRaw,
-    regionShift,
-    verticalRaw,
-    zBits,
-    viewRadiusRaw,
-    viewRadiusSq,
-    cellRaw,
-    cellShift,
-    cellsPerAxis,
-    cellCount,
-    cellRadius,
-    maxMovePerTickRaw,
-    payloadBytes,
-    eventReserveBytes,
-    slotsPerPacket,
-    walkCap,
-    ghostCap,
-    ghostTableCapacity,
-    graceTicks,
-    denseCellThreshold,
-    subGridDivisions,
-    subShift,
-    newDrift,
-    quantShift,
-    bandWeights,
-    protocolHash: protocolHash(regionRaw, verticalRaw, quantShift),
-  };
 }

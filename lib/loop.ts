@@ -83,7 +83,7 @@ export interface LoopSummary {
   readonly late: number;
   /** Time from the first deadline until the loop ended, ms. */
   readonly elapsedMs: number;
-  /** The tick period, ms: 1000 / config.input.tickHz. */
+  /** The tick period, ms: 1000 / config.tickHz. */
   readonly periodMs: number;
   /** Why the loop ended (see {@link LoopEndReason}). */
   readonly reason: LoopEndReason;
@@ -150,7 +150,7 @@ const insideLoop = new AsyncLocalStorage<LoopHandle>();
 const running = new WeakSet<World>();
 
 /**
- * Runs `world`'s ticks at config.input.tickHz (20 Hz by default) on absolute deadlines: tick n is
+ * Runs `world`'s ticks at config.tickHz (20 Hz by default) on absolute deadlines: tick n is
  * due at epoch + n × period, so timing errors never accumulate. Each tick: `step(n, world)`, then
  * `await world.tick()`, then `onTick(result, report)`. Between ticks the loop waits on one
  * setTimeout and, for the last millisecond, setImmediate turns, so the event loop stays free.
@@ -184,7 +184,7 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
   if (ticks !== undefined && (typeof ticks !== 'number' || !Number.isInteger(ticks) || ticks < 0)) {
     invalid(`ticks must be a non-negative integer, received ${describe(ticks)}`);
   }
-  const tickHz = world.config.input.tickHz;
+  const tickHz = world.config.tickHz;
   const period = 1000 / tickHz;
   const lateToleranceMs = o.lateToleranceMs === undefined ? period / 10 : o.lateToleranceMs;
   if (typeof lateToleranceMs !== 'number' || !Number.isFinite(lateToleranceMs) || lateToleranceMs < 0) {

@@ -152,7 +152,7 @@ async function runScenario(s: Scenario): Promise<Coverage> {
   expect(c.ghostTableCapacity).toBe(2 * c.ghostCap);
   const weights = c.bandWeights.map((v) => BigInt(v));
   expect(weights.length).toBe(64);
-  if (s.weights === 'default') expect(c.newDrift).toBe(c.viewRadiusRaw);
+  if (s.weights === 'default') expect(c.newDriftRaw).toBe(c.viewRadiusRaw);
   else expect(c.bandWeights).toEqual(custom.bandWeights);
   const w = new World(c, { capacity: 1024, threads: s.threads });
 
@@ -332,7 +332,7 @@ async function runScenario(s: Scenario): Promise<Coverage> {
           if (mark === undefined) throw new Error(`tick ${t}: viewer ${v.avatar.id} holds ${e.id} but the test never saw it sent`);
           drift = (e.odo - mark) >>> 0;
         } else {
-          drift = c.newDrift;
+          drift = c.newDriftRaw;
         }
         const band = ilog2(d2);
         const score = BigInt(drift) * weights[band];

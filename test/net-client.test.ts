@@ -1,3 +1,4 @@
+// Over 500 lines as one file: ClientWorld's rules, case by case on hand-made packets, then end to end over LossyLink against the server's ghost table.
 import { describe, it, expect } from 'vitest';
 import { World, WorldConfig, type EntityId } from '../lib/index.js';
 import { ClientWorld, type ClientEntity } from '../lib/net/client-world.js';

@@ -82,11 +82,14 @@ describe('runQuality', () => {
     expect(again.strategies).toEqual(report.strategies);
   });
 
-  it('formats a table with the strategies side by side and the umwelt-rs figures', () => {
+  it('formats a table with the strategies side by side, and umwelt-rs\'s published figures apart with what differs', () => {
     const text = formatQualityReport(report);
     for (const s of QUALITY_STRATEGIES) expect(text).toContain(s);
     expect(text).toContain('9.42');
     expect(text).toContain(UMWELT_REFERENCE.source);
+    expect(text).toContain('not comparable');
+    // No column of published figures beside the measured ones.
+    expect(text.split('\n').filter((l) => l.includes('9.42')).every((l) => l.includes('publishes'))).toBe(true);
   });
 
   it('shows a dash, not 0, for a band with nothing held or nothing in range', () => {

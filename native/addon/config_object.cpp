@@ -89,7 +89,7 @@ Napi::Object configToObject(Napi::Env env, const Config& c) {
   set("denseCellThreshold", c.denseCellThreshold);
   set("subGridDivisions", c.subGridDivisions);
   set("subShift", c.subShift);
-  set("newDrift", c.newDrift);
+  set("newDriftRaw", c.newDrift);
   set("quantShift", c.quantShift);
   set("protocolHash", c.protocolHash);
   Napi::Array w = Napi::Array::New(env, kBandCount);

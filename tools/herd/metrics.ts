@@ -1,5 +1,6 @@
 // Run metrics: an accumulator over ticks (pass times, lateness, packet fill, bandwidth, coverage of
-// sampled viewers, event-loop delay) and a Prometheus registry exposing the same numbers.
+// sampled viewers, event-loop delay). The report's shape is in metrics-report.ts, the coverage
+// sampling in coverage.ts; the Prometheus export is the library's (createPrometheusRegistry).
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import {
   DESPAWN_RECORD_BYTES,
@@ -9,28 +10,34 @@ import {
   TickResult,
   World,
   checkTickTiming,
-  createRawPacket,
-  decodePacketRaw,
   describeValue as describe,
   readOptions,
   type EntityId,
   type LoopSummary,
-  type RawPacket,
   type TickTiming,
 } from 'sightline';
+import { Coverage } from './coverage.js';
+import { TARGETS, type CoverageReport, type Distribution, type MetricsReport, type TargetCheck } from './metrics-report.js';
+
+export { TARGETS } from './metrics-report.js';
+export type { CoverageReport, Distribution, MetricsReport, TargetCheck } from './metrics-report.js';
+
+// The coverage of a run that recorded no tick.
+const EMPTY_COVERAGE: CoverageReport = Object.freeze({
+  sampledViewers: 0,
+  inRange: 0,
+  neverSent: 0,
+  neverSentShare: 0,
+  eligible: 0,
+  eligibleNeverSent: 0,
+  eligibleNeverSentShare: 0,
+  nearest: 0,
+  nearestNeverSent: 0,
+  nearestNeverSentShare: 0,
+});
 
 // Sampling interval of the event-loop delay monitor, ms.
 const EVENT_LOOP_RESOLUTION_MS = 10;
-
-/** Targets a run is judged against. */
-export const TARGETS = Object.freeze({
-  /** Median pass time, ms. */
-  passP50Ms: 12,
-  /** 99th percentile pass time, ms. */
-  passP99Ms: 16,
-  /** Late ticks. */
-  lateTicks: 0,
-});
 
 /** Options of {@link TickMetrics}. */
 export interface MetricsOptions {
@@ -53,133 +60,6 @@ export interface MetricsOptions {
   maxChecksPerTick?: number;
   /** Measure event-loop delay with perf_hooks.monitorEventLoopDelay (resolution 10 ms). Default true. */
   eventLoop?: boolean;
-}
-
-/** Median, 99th percentile and largest value of a series, plus its mean. */
-export interface Distribution {
-  readonly mean: number;
-  readonly p50: number;
-  readonly p99: number;
-  readonly worst: number;
-}
-
-/** A target and whether the run met it. */
-export interface TargetCheck {
-  readonly target: number;
-  readonly value: number;
-  readonly met: boolean;
-}
-
-/** What {@link TickMetrics.report} returns. Times in ms, sizes in bytes, rates per second of run time. */
-export interface MetricsReport {
-  /** Ticks recorded. */
-  readonly ticks: number;
-  /**
-   * Run time, s: the periods of the deadlines served, (ticks + dropped) / tickHz, or the measured
-   * time (the loop's elapsed time when its summary is given, else first tick start to last record)
-   * when longer.
-   */
-  readonly seconds: number;
-  /** The configured tick rate, Hz. */
-  readonly tickHz: number;
-  /** Ticks recorded per second of run time. */
-  readonly ticksPerSecond: number;
-  /** Pass time (from the `world.tick()` call until it resolved), ms. */
-  readonly passMs: Distribution;
-  /** Time the game's step took, ms. */
-  readonly stepMs: Distribution;
-  /** How far past their deadline ticks started, ms. */
-  readonly latenessMs: Distribution;
-  /** Ticks that started later than the loop's tolerance. */
-  readonly lateTicks: number;
-  /** Deadlines skipped (drop policy). */
-  readonly droppedTicks: number;
-  /** The native engine's phases per tick, mean ms. */
-  readonly nativeMs: { readonly odometer: number; readonly snapshot: number; readonly pass: number };
-  /** Entities in the snapshot, last tick. */
-  readonly entities: number;
-  /** Viewers served per tick, mean. */
-  readonly viewersPerTick: number;
-  /** Packets sent in total. */
-  readonly packets: number;
-  /** Update records per packet against a packet's slots when no events wait: (payloadBytes − 16) / 12. */
-  readonly recordsPerPacket: {
-    readonly mean: number;
-    readonly p50: number;
-    /** 10th percentile: nine packets in ten carry at least this many records. */
-    readonly p10: number;
-    readonly slots: number;
-    /** mean / slots. */
-    readonly fill: number;
-    /**
-     * Share of packets whose every slot was used, counted against `config.payloadBytes`: a viewer
-     * added with a smaller payloadBytes never counts as full, one with a larger as full early.
-     */
-    readonly fullShare: number;
-  };
-  /** Despawn records per packet, mean. */
-  readonly despawnsPerPacket: number;
-  /** Candidates per served viewer (within the view radius, after the walk cap), mean. */
-  readonly candidatesPerViewer: number;
-  /** Entities examined per served viewer, mean. */
-  readonly examinedPerViewer: number;
-  /** Candidates eligible for the ghost table per served viewer, mean. */
-  readonly eligiblePerViewer: number;
-  /** Bytes sent. */
-  readonly bytes: {
-    readonly total: number;
-    /** All clients together, bytes/s. */
-    readonly perSecond: number;
-    /** One client (total / mean viewers served per tick), bytes/s. */
-    readonly perClientPerSecond: number;
-    /** Mean packet size, bytes. */
-    readonly perPacket: number;
-  };
-  /**
-   * For the sampled viewers: entity-viewer pairs that were within config.viewRadius (horizontal
-   * distance, brute force over world.positions after each tick) at some tick, and how many of those
-   * the viewer never received in an update record. Null when no entities were given.
-   */
-  readonly coverage: {
-    readonly sampledViewers: number;
-    readonly inRange: number;
-    readonly neverSent: number;
-    /** neverSent / inRange (0 when inRange is 0). */
-    readonly neverSentShare: number;
-    /**
-     * Pairs where the entity was eligible at some tick (among the viewer's nearest ghostCap
-     * candidates of the capped gather: what the accumulator chooses from), and of those, how many
-     * the viewer never received. In a crowd most entities in range are never eligible: the
-     * ghost cap keeps each client to its nearest 256.
-     */
-    readonly eligible: number;
-    readonly eligibleNeverSent: number;
-    /** eligibleNeverSent / eligible (0 when eligible is 0). */
-    readonly eligibleNeverSentShare: number;
-    /**
-     * Pairs where the entity was among the viewer's 10 nearest at some tick (brute force over
-     * world.positions, within the view radius), and of those, how many the viewer never received.
-     * Unlike `eligible`, this does not trust the capped gather: a neighbour the walk failed to
-     * reach shows here.
-     */
-    readonly nearest: number;
-    readonly nearestNeverSent: number;
-    /** nearestNeverSent / nearest (0 when nearest is 0). */
-    readonly nearestNeverSentShare: number;
-  } | null;
-  /**
-   * Event-loop delay, ms: how late the monitor's 10 ms timer fired (monitorEventLoopDelay, its
-   * sampling interval subtracted), from the end of the coverage set-up (the first tick's, when
-   * coverage is on) to the report. Null when turned off.
-   */
-  readonly eventLoopDelayMs: { readonly p50: number; readonly p99: number; readonly max: number } | null;
-  /** The targets: median and p99 pass time, late ticks. */
-  readonly targets: {
-    readonly passP50Ms: TargetCheck;
-    readonly passP99Ms: TargetCheck;
-    readonly lateTicks: TargetCheck;
-    readonly allMet: boolean;
-  };
 }
 
 // Nearest-rank percentile of sorted values.
@@ -219,39 +99,6 @@ class Series {
   }
 }
 
-/** Entries of `values` below `limit`. */
-function countBelow(values: Float64Array, limit: number): number {
-  let n = 0;
-  for (let i = 0; i < values.length; i++) n += values[i] < limit ? 1 : 0;
-  return n;
-}
-
-// Coverage state of the sampled viewers (see MetricsReport.coverage).
-interface Coverage {
-  /** Sampled viewer id → sample index. */
-  readonly viewerIndex: Map<EntityId, number>;
-  readonly viewerSlots: Int32Array;
-  /** Each sampled viewer's own index in the entity list, or -1. */
-  readonly viewerSelf: Int32Array;
-  /** Entity id → entity index. */
-  readonly entityIndex: Map<EntityId, number>;
-  readonly entitySlots: Int32Array;
-  /** Entity positions by entity index, copied from world.positions each tick (raw). */
-  readonly ex: Float64Array;
-  readonly ey: Float64Array;
-  /** Per sampled viewer, per entity index: 1 once within the view radius at some tick. */
-  readonly inRange: Uint8Array[];
-  /** Per sampled viewer, per entity index: 1 once received in an update record. */
-  readonly received: Uint8Array[];
-  /** Per sampled viewer, per entity index: 1 once among the viewer's eligible candidates. */
-  readonly eligible: Uint8Array[];
-  /** Per sampled viewer, per entity index: 1 once among its NEAREST_K nearest (brute force). */
-  readonly nearest: Uint8Array[];
-}
-
-/** The nearest entities (brute force) whose delivery the coverage checks: {@link MetricsReport}. */
-const NEAREST_K = 10;
-
 /**
  * Accumulates per-tick metrics of a World run. Call {@link record} after every tick (a loop's
  * `onTick`), then {@link report}; {@link close} stops the event-loop monitor.
@@ -270,7 +117,6 @@ export class TickMetrics {
   readonly #step = new Series();
   readonly #lateness = new Series();
   readonly #recordHistogram: Float64Array;
-  readonly #raw: RawPacket;
   #eventLoop: IntervalHistogram | undefined;
   #coverage: Coverage | undefined;
   #ticks = 0;
@@ -334,7 +180,6 @@ export class TickMetrics {
     this.#maxChecks = maxChecksPerTick;
     // A packet holds at most (payload - header) / record-size update records; 65507-byte packets: 5457.
     this.#recordHistogram = new Float64Array(5458);
-    this.#raw = createRawPacket(world.config.payloadBytes);
     if (eventLoop) {
       this.#eventLoop = monitorEventLoopDelay({ resolution: EVENT_LOOP_RESOLUTION_MS });
       this.#eventLoop.enable();
@@ -411,128 +256,16 @@ export class TickMetrics {
 
     if (this.#entities !== undefined && this.#sampleViewers > 0) {
       this.#coverage ??= this.#startCoverage(result);
-      this.#measureCoverage(this.#coverage, result);
+      this.#coverage.measure(result);
     }
   }
 
   #startCoverage(result: TickResult): Coverage {
-    const coverage = this.#buildCoverage(result);
+    const coverage = new Coverage(this.#world, this.#entities as ArrayLike<EntityId>, this.#sampleViewers, this.#maxChecks, result);
     // The set-up (a map of every entity, once) is this tool's, not the loop's: the event-loop
     // delay is measured from here on.
     this.#eventLoop?.reset();
     return coverage;
-  }
-
-  #buildCoverage(result: TickResult): Coverage {
-    const world = this.#world;
-    const entities = this.#entities as ArrayLike<EntityId>;
-    const entityIndex = new Map<EntityId, number>();
-    const entitySlots: number[] = [];
-    for (let j = 0; j < entities.length; j++) {
-      const id = entities[j];
-      if (entityIndex.has(id) || !world.isLive(id)) continue;
-      entityIndex.set(id, entitySlots.length);
-      entitySlots.push(world.slotOf(id));
-    }
-    const n = entitySlots.length;
-    const count = result.count;
-    const budget = Math.max(1, Math.floor(this.#maxChecks / Math.max(1, n)));
-    const take = Math.min(this.#sampleViewers, count, budget);
-    const viewerIndex = new Map<EntityId, number>();
-    const viewerSlots: number[] = [];
-    const viewerSelf: number[] = [];
-    for (let k = 0; k < take; k++) {
-      const id = result.viewerAt(Math.floor((k * count) / take));
-      if (viewerIndex.has(id) || !world.isLive(id)) continue;
-      viewerIndex.set(id, viewerSlots.length);
-      viewerSlots.push(world.slotOf(id));
-      viewerSelf.push(entityIndex.get(id) ?? -1);
-    }
-    return {
-      viewerIndex,
-      viewerSlots: Int32Array.from(viewerSlots),
-      viewerSelf: Int32Array.from(viewerSelf),
-      entityIndex,
-      entitySlots: Int32Array.from(entitySlots),
-      ex: new Float64Array(n),
-      ey: new Float64Array(n),
-      inRange: viewerSlots.map(() => new Uint8Array(n)),
-      received: viewerSlots.map(() => new Uint8Array(n)),
-      eligible: viewerSlots.map(() => new Uint8Array(n)),
-      nearest: viewerSlots.map(() => new Uint8Array(n)),
-    };
-  }
-
-  #measureCoverage(c: Coverage, result: TickResult): void {
-    const config = this.#world.config;
-    // Received: decode the sampled viewers' packets.
-    for (let i = 0; i < result.count; i++) {
-      const k = c.viewerIndex.get(result.viewerAt(i));
-      if (k === undefined) continue;
-      const raw = decodePacketRaw(result.bytesAt(i), config, this.#raw);
-      const received = c.received[k];
-      for (let u = 0; u < raw.updateCount; u++) {
-        const j = c.entityIndex.get(raw.ids[u]);
-        if (j !== undefined) received[j] = 1;
-      }
-    }
-    // In range: brute force over the current positions (those of the snapshot just served).
-    const X = this.#world.positions.x;
-    const Y = this.#world.positions.y;
-    const { entitySlots, ex, ey } = c;
-    const n = entitySlots.length;
-    for (let j = 0; j < n; j++) {
-      const s = entitySlots[j];
-      ex[j] = X[s];
-      ey[j] = Y[s];
-    }
-    const r2 = config.viewRadiusSq;
-    // The NEAREST_K nearest in range, by an insertion into a short sorted list (ties: lower index).
-    const nearD2 = new Float64Array(NEAREST_K);
-    const nearJ = new Int32Array(NEAREST_K);
-    for (let k = 0; k < c.viewerSlots.length; k++) {
-      const vs = c.viewerSlots[k];
-      const vx = X[vs];
-      const vy = Y[vs];
-      const inRange = c.inRange[k];
-      const self = c.viewerSelf[k];
-      let held = 0;
-      for (let j = 0; j < n; j++) {
-        const dx = ex[j] - vx;
-        const dy = ey[j] - vy;
-        const d2 = dx * dx + dy * dy;
-        if (d2 > r2 || j === self) continue;
-        inRange[j] = 1;
-        if (held === NEAREST_K && d2 >= nearD2[NEAREST_K - 1]) continue;
-        let at = held < NEAREST_K ? held++ : NEAREST_K - 1;
-        for (; at > 0 && nearD2[at - 1] > d2; at--) {
-          nearD2[at] = nearD2[at - 1];
-          nearJ[at] = nearJ[at - 1];
-        }
-        nearD2[at] = d2;
-        nearJ[at] = j;
-      }
-      const nearest = c.nearest[k];
-      for (let i = 0; i < held; i++) nearest[nearJ[i]] = 1;
-    }
-    // Eligible: the capped gather on the snapshot just served, nearest ghostCap candidates.
-    const cap = config.ghostCap;
-    for (const [id, k] of c.viewerIndex) {
-      if (!this.#world.isLive(id)) continue;
-      const vs = c.viewerSlots[k];
-      const g = this.#world.gather({ x: X[vs] / 1024, y: Y[vs] / 1024 }, { exclude: id });
-      // The nearest `cap`, ties in gather order: below the cap-th smallest distance, then at it
-      // in gather order while the cap lasts (a numeric sort of the distances finds the threshold).
-      const d2 = g.distancesSq;
-      const threshold = d2.length > cap ? d2.slice().sort()[cap - 1] : Infinity;
-      let atThreshold = cap - (d2.length > cap ? countBelow(d2, threshold) : 0);
-      const eligible = c.eligible[k];
-      for (let i = 0; i < d2.length; i++) {
-        if (d2[i] > threshold || (d2[i] === threshold && atThreshold-- <= 0)) continue;
-        const j = c.entityIndex.get(g.ids[i]);
-        if (j !== undefined) eligible[j] = 1;
-      }
-    }
   }
 
   /**
@@ -549,7 +282,7 @@ export class TickMetrics {
       }
     }
     const config = this.#world.config;
-    const tickHz = config.input.tickHz;
+    const tickHz = config.tickHz;
     const ticks = this.#ticks;
     const dropped = summary ? Math.max(summary.dropped, this.#dropped) : this.#dropped;
     const measured = summary ? summary.elapsedMs : ticks === 0 ? 0 : this.#lastAt - this.#firstAt;
@@ -576,50 +309,7 @@ export class TickMetrics {
     const viewersPerTick = div(this.#served, ticks);
     const bytesPerSecond = div(this.#bytes, seconds);
 
-    let coverage: MetricsReport['coverage'] = null;
-    if (this.#entities !== undefined && this.#sampleViewers > 0) {
-      let inRange = 0;
-      let neverSent = 0;
-      let eligible = 0;
-      let eligibleNeverSent = 0;
-      let nearest = 0;
-      let nearestNeverSent = 0;
-      const c = this.#coverage;
-      if (c) {
-        for (let k = 0; k < c.inRange.length; k++) {
-          const a = c.inRange[k];
-          const b = c.received[k];
-          const e = c.eligible[k];
-          const q = c.nearest[k];
-          for (let j = 0; j < a.length; j++) {
-            if (q[j]) {
-              nearest++;
-              if (!b[j]) nearestNeverSent++;
-            }
-            if (a[j]) {
-              inRange++;
-              if (!b[j]) neverSent++;
-            }
-            if (e[j]) {
-              eligible++;
-              if (!b[j]) eligibleNeverSent++;
-            }
-          }
-        }
-      }
-      coverage = {
-        sampledViewers: c ? c.viewerSlots.length : 0,
-        inRange,
-        neverSent,
-        neverSentShare: div(neverSent, inRange),
-        eligible,
-        eligibleNeverSent,
-        eligibleNeverSentShare: div(eligibleNeverSent, eligible),
-        nearest,
-        nearestNeverSent,
-        nearestNeverSentShare: div(nearestNeverSent, nearest),
-      };
-    }
+    const coverage = this.#entities !== undefined && this.#sampleViewers > 0 ? (this.#coverage?.report() ?? EMPTY_COVERAGE) : null;
 
     let eventLoopDelayMs: MetricsReport['eventLoopDelayMs'] = null;
     if (this.#eventLoop) {

@@ -80,7 +80,7 @@ export interface HerdProgress {
 }
 
 /**
- * Runs a herd scenario on a new World at config.input.tickHz and returns the report. The run lasts
+ * Runs a herd scenario on a new World at config.tickHz and returns the report. The run lasts
  * `seconds` of wall-clock time: round(seconds × tickHz) deadlines, and when ticks overrun (under
  * `'stretch'`) the loop is stopped once that time has passed, so fewer ticks run than were due.
  * `onProgress` is called after every tick. A SIGINT ends the run early (the report covers the
@@ -116,8 +116,8 @@ export async function runHerd(
   const net = networked
     ? await NetHerd.start(world, { ids: herd.ids, slots: herd.slots, avatars: herd.ids.subarray(viewers), clients, seconds: options.seconds })
     : undefined;
-  const ticksDue = Math.max(1, Math.round(options.seconds * config.input.tickHz));
-  const totalMs = (ticksDue * 1000) / config.input.tickHz;
+  const ticksDue = Math.max(1, Math.round(options.seconds * config.tickHz));
+  const totalMs = (ticksDue * 1000) / config.tickHz;
   let metrics: TickMetrics;
   let summary: LoopSummary;
   let interrupted = false;
@@ -169,10 +169,10 @@ export async function runHerd(
     ticksDue,
     setupMs,
     config: {
-      regionSize: config.input.regionSize,
-      viewRadius: config.input.viewRadius,
+      regionSize: config.regionSize,
+      viewRadius: config.viewRadius,
       cellSize: config.cellSize,
-      tickHz: config.input.tickHz,
+      tickHz: config.tickHz,
       payloadBytes: config.payloadBytes,
       eventReserveBytes: config.eventReserveBytes,
       slotsPerPacket: config.slotsPerPacket,

@@ -438,9 +438,9 @@ export async function runQuality(qualityOptions: QualityOptions = {}): Promise<Q
     seed,
     threads: world.threads,
     config: {
-      regionSize: config.input.regionSize,
-      viewRadius: config.input.viewRadius,
-      tickHz: config.input.tickHz,
+      regionSize: config.regionSize,
+      viewRadius: config.viewRadius,
+      tickHz: config.tickHz,
       payloadBytes: config.payloadBytes,
       slotsPerPacket: config.slotsPerPacket,
       walkCap: config.walkCap,

@@ -1,0 +1,107 @@
+// The shapes of a networked herd run: NetHerd's options and the report's network section.
+import type { EntityId } from 'sightline';
+import type { UdpServerCounters } from 'sightline/net';
+
+/** Options of {@link NetHerd.start}. */
+export interface NetHerdOptions {
+  /** The herd's entity ids and their slots in `world.positions`, in the same order: the truth the bots are checked against. */
+  ids: Uint32Array;
+  slots: Uint32Array;
+  /** Entities the clients get as avatars, taken in order (none may be a viewer yet). */
+  avatars: ArrayLike<EntityId>;
+  /** Bot clients to connect, 1 to {@link NET_MAX_CLIENTS} and at most `avatars.length`. */
+  clients: number;
+  /** Length of the run that follows, s: bounds the bot process's lifetime. */
+  seconds: number;
+}
+
+/** Perceived position error: distance between where a client believes a held entity is and where it was at the tick of the client's newest packet. */
+export interface PerceivedError {
+  /** Errors measured (one per held entity per client per sample round). */
+  samples: number;
+  /** Sample rounds answered by the bots. */
+  rounds: number;
+  /** Client beliefs left out: their newest packet's tick was no longer in the truth history. */
+  skipped: number;
+  /** Meters; null without samples. */
+  mean: number | null;
+  p50: number | null;
+  p99: number | null;
+  worst: number | null;
+}
+
+/** Reliable heartbeat events: one per connected client every second. */
+export interface NetworkEvents {
+  /** Heartbeats queued with `World.emit` (one per client per second). */
+  sent: number;
+  /** Distinct heartbeats the clients received. */
+  delivered: number;
+  /** Heartbeats sent that their client never received (after the drain). */
+  lost: number;
+  /** Heartbeats a client's `onEvent` saw twice. */
+  duplicated: number;
+  /** Heartbeat numbers skipped over by a client (delivered after a later one, or never). */
+  gaps: number;
+  /** Heartbeats delivered after a later one. */
+  outOfOrder: number;
+  /** Resent copies the clients' worlds ignored (ClientWorld `repeatedEvents`). */
+  copiesIgnored: number;
+  /** Event sequences the server stopped resending unseen (ClientWorld `skippedEvents`). */
+  skipped: number;
+  /** Heartbeats `World.emit` refused (the client's queue of 64 unacknowledged events was full). */
+  dropped: number;
+  /** Heartbeats not yet acknowledged when the run ended. */
+  pendingAtEnd: number;
+}
+
+/** Totals over the bot clients. */
+export interface BotTotals {
+  datagramsReceived: number;
+  bytesReceived: number;
+  /** Game packets handed to the clients' worlds. */
+  gamePackets: number;
+  /** Of those: applied, ignored as duplicates, discarded as stale, rejected as malformed, applied out of order. */
+  applied: number;
+  duplicates: number;
+  stale: number;
+  malformed: number;
+  reordered: number;
+  acksSent: number;
+  /** ACKs a client could not send (its socket queue was full). */
+  acksDropped: number;
+  /** Entities held per client at the end, mean. */
+  heldMean: number;
+  /** Clients whose session the server ended during the run (BYE or timeout). */
+  disconnected: number;
+  /** CPU time the bot process used, from its start to the end of the run, ms. */
+  cpuMs: { user: number; system: number };
+}
+
+/** The `network` section of a herd report run with `--net udp`. */
+export interface NetworkReport {
+  transport: 'udp';
+  /** Server address and port. */
+  address: string;
+  port: number;
+  /** Clients asked for. */
+  clients: number;
+  /** Clients connected when the run started. */
+  connected: number;
+  /** Clients whose connect failed, and the first few reasons. */
+  connectFailed: number;
+  connectErrors: string[];
+  /** Time to connect every client, ms. */
+  connectMs: number;
+  /** Process id of the bot process (it has exited by the time the report exists). */
+  botPid: number;
+  /** Ticks run after the run's time was up to deliver the events still unacknowledged (at most half a second of ticks). */
+  drainTicks: number;
+  /** The server's counters at the end (packets, bytes, acks, sessions). */
+  server: UdpServerCounters;
+  /** Acks `World.acknowledge` took, and those it refused. */
+  acksApplied: number;
+  acksRefused: number;
+  bots: BotTotals;
+  perceivedErrorM: PerceivedError;
+  events: NetworkEvents;
+}
