@@ -5,3 +5,5 @@ export { UdpServer } from './udp-server.js';
 export type { UdpServerOptions, UdpServerCounters, ServerLayout } from './udp-server.js';
 export { UdpClient } from './udp-client.js';
 export type { UdpClientOptions, UdpClientCounters, ClientDisconnectReason } from './udp-client.js';
+export { UdpClientSwarm } from './client-swarm.js';
+export type { UdpClientSwarmOptions, SwarmClientCounters, SwarmConnectResult } from './client-swarm.js';

@@ -82,6 +82,7 @@ void Sender::flush(Scratch& s, unsigned m, SendCounters& out) {
         out.bytes += s.length[j];
         s.session[j]->sentPacket(s.sequence[j], now);
       }
+      if (observer_) observer_(s.to + k, unsigned(r));
       k += unsigned(r);
       continue;
     }

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -52,6 +53,10 @@ class Sender {
   // took it, else the errno (EAGAIN / ENOBUFS: no room now).
   int sendTo(const Endpoint& to, const uint8_t* data, size_t length);
   int lastError() const { return lastError_.load(std::memory_order_relaxed); }
+  // Tests: called with the destinations of each sendmmsg the kernel took (inside the batch's gate,
+  // right after the call). Set before any send starts.
+  using Observer = std::function<void(const Endpoint* to, unsigned n)>;
+  void setObserver(Observer o) { observer_ = std::move(o); }
 
  private:
   struct alignas(64) Scratch {
@@ -72,6 +77,7 @@ class Sender {
   std::vector<std::unique_ptr<Scratch>> scratch_;
   std::unique_ptr<Scratch> jsScratch_ = std::make_unique<Scratch>();
   std::atomic<int> lastError_{0};
+  Observer observer_;
 };
 
 }  // namespace sightline::net

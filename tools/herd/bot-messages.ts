@@ -2,7 +2,7 @@
 // node:child_process IPC channel (advanced serialization: typed arrays travel as such), and the
 // heartbeat events the server emits. Imports nothing from Node.
 
-/** Most clients one bot process opens. */
+/** Most UdpClients one bot process opens (native bots: MAX_NATIVE_BOT_CLIENTS in native-bots.ts). */
 export const MAX_BOT_CLIENTS = 4096;
 
 /** Parent → bots: open `clients` UdpClients and connect each to the server. */
@@ -14,8 +14,15 @@ export interface BotStartMessage {
   readonly port: number;
   /** The server's `WorldConfig.protocolHash` (u32). */
   readonly protocolHash: number;
-  /** UdpClients to open, one dgram socket each. */
+  /** Clients to open: UdpClients (one dgram socket each), or light native clients. */
   readonly clients: number;
+  /**
+   * `'node'`: a UdpClient per bot; `'native'`: one UdpClientSwarm (Linux), its bots' packets and
+   * ACKs handled natively, every `sampleEvery`-th bot keeping a ClientWorld. Default `'node'`.
+   */
+  readonly bots?: 'node' | 'native';
+  /** Native bots: every this-many-th bot is a sample (keeps what it believes). Default 64. */
+  readonly sampleEvery?: number;
   /** Connections attempted at once, at most. */
   readonly concurrency: number;
   /** The bot process exits on its own after this long, ms, whatever the parent says. */

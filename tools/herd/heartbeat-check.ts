@@ -1,0 +1,45 @@
+// What a bot checks of the heartbeat events it receives, and the bot process's CPU time; shared by
+// both kinds of bots (bots.ts, native-bots.ts).
+import { decodeHeartbeat } from './bot-messages.js';
+
+/** Checks each heartbeat a client receives against the ones before it. */
+export class HeartbeatCheck {
+  received = 0;
+  inOrder = 0;
+  duplicates = 0;
+  gaps = 0;
+  outOfOrder = 0;
+  foreign = 0;
+  readonly #seen = new Set<number>();
+  #last = -1;
+
+  /** Distinct heartbeats received. */
+  get distinct(): number {
+    return this.#seen.size;
+  }
+
+  /** Takes one delivered event. */
+  take(bytes: Uint8Array): void {
+    this.received++;
+    const n = decodeHeartbeat(bytes);
+    if (n < 0) {
+      this.foreign++;
+      return;
+    }
+    if (this.#seen.has(n)) {
+      this.duplicates++;
+      return;
+    }
+    this.#seen.add(n);
+    if (this.#last < 0 || n === this.#last + 1) this.inOrder++;
+    else if (n > this.#last) this.gaps += n - this.#last - 1;
+    else this.outOfOrder++;
+    if (n > this.#last) this.#last = n;
+  }
+}
+
+/** CPU time this process has used (its native threads included), ms. */
+export function cpuMs(): { user: number; system: number } {
+  const cpu = process.cpuUsage();
+  return { user: cpu.user / 1000, system: cpu.system / 1000 };
+}
