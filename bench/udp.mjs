@@ -191,6 +191,7 @@ async function sink() {
     const s = dgram.createSocket({ type: 'udp4', recvBufferSize: 1 << 20 });
     let newest = -1;
     let bits = 0;
+    let token;
     await new Promise((r) => s.connect(port, '127.0.0.1', r));
     const welcomed = new Promise((resolve) => {
       s.on('message', (m) => {
@@ -208,11 +209,17 @@ async function sink() {
             const back = 65536 - d;
             if (back <= 32) bits = (bits | (1 << (back - 1))) >>> 0;
           }
-          s.send(encodeAck(newest, bits));
+          s.send(encodeAck(token, newest, bits));
           return;
         }
         try {
-          if (decodeControl(m).type === 0xa1) resolve();
+          const c = decodeControl(m);
+          // The handshake: the CHALLENGE's cookie back, then the WELCOME's token.
+          if (c.type === 0xa6) s.send(encodeHello({ protocolHash: config.protocolHash, nonce: i + 1, cookie: c.cookie }));
+          if (c.type === 0xa1) {
+            token = c.token;
+            resolve();
+          }
         } catch {
           // not for us
         }

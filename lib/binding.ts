@@ -100,7 +100,12 @@ export interface NativeWorld {
   isLive(id: number): boolean;
   positions(): { x: Int32Array; y: Int32Array; z: Int32Array; external: boolean };
   odometer(id: number): number;
-  addViewer(id: number, payloadBytes: number, sendPeriod: number, acks: boolean): void;
+  /** viewRadius raw, 0: the config's. */
+  addViewer(id: number, payloadBytes: number, sendPeriod: number, acks: boolean, viewRadius: number): void;
+  /** The settings named by `what` (lib/interest.ts CHANGE bits); viewRadius raw. */
+  changeViewer(id: number, what: number, sendPeriod: number, payloadBytes: number, viewRadius: number): void;
+  /** viewRadius raw. */
+  viewerSettings(id: number): { payloadBytes: number; sendPeriod: number; viewRadius: number; acks: boolean };
   /**
    * Applies an acknowledgement now (false), or during a pass only checks it (true): the caller
    * applies it once the pass has ended.
@@ -124,7 +129,8 @@ export interface NativeWorld {
   attachTransport?(udp: NativeUdp | null): void;
   rebuildSnapshot(): void;
   snapshotInfo(): { count: number; outsideRegion: number; denseCells: number; maxCellOccupancy: number };
-  gather(x: number, y: number, walkCap: number, exclude: number): { ids: Uint32Array; d2: Float64Array; examined: number };
+  /** radius raw, 0: the config's view radius. */
+  gather(x: number, y: number, walkCap: number, exclude: number, radius: number): { ids: Uint32Array; d2: Float64Array; examined: number };
   ghosts(id: number): {
     ids: Uint32Array;
     x: Int32Array | null;

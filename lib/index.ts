@@ -2,7 +2,7 @@
 // The library a game imports. The tools built on it (the herd, the quality harness, the CLI) live
 // in tools/ and import this entry point like any user's program.
 export { World, TickResult } from './world.js';
-export type { EventRecipients, EntityId, Vec3, PositionInput, WorldOptions, ViewerOptions, Positions, Packet, TickStats, GatherResult, GhostTableView } from './world.js';
+export type { EventRecipients, EntityId, Vec3, PositionInput, WorldOptions, ViewerOptions, ViewerSettings, Positions, Packet, TickStats, GatherResult, GhostTableView } from './world.js';
 export * from './config.js';
 export { SightlineError, describe as describeValue, readOptions } from './errors.js';
 export { kernels, profileGuided } from './world.js';

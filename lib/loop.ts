@@ -168,7 +168,8 @@ const running = new WeakSet<World>();
  *   `step` or `onTick` that is not a function, an unknown `overrun`, a `ticks` that is not a
  *   non-negative integer, a negative or non-finite `lateToleranceMs`, or a `signal` that is not an
  *   AbortSignal; ERR_SIGHTLINE_UNKNOWN_OPTION for a key that is none of these options;
- *   ERR_SIGHTLINE_LOOP_RUNNING while another loop runs on the same world.
+ *   ERR_SIGHTLINE_LOOP_RUNNING while another loop runs on the same world;
+ *   ERR_SIGHTLINE_TICK_IN_PROGRESS while a `world.tick()` of the caller's own is pending.
  */
 export function run(world: World, options: LoopOptions = {}): LoopHandle {
   if (typeof world !== 'object' || world === null || typeof (world as { tick?: unknown }).tick !== 'function' || !WorldConfig.isBuilt(world.config)) {
@@ -195,6 +196,13 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
     throw new SightlineError(
       'ERR_SIGHTLINE_LOOP_RUNNING',
       'a run() loop is already running on this world: stop() it (or let it end) before starting another',
+    );
+  }
+  // A tick() of the caller's own still pending would make the loop's first tick fail: refused now.
+  if (world.tickPending) {
+    throw new SightlineError(
+      'ERR_SIGHTLINE_TICK_IN_PROGRESS',
+      'run() cannot start while a tick() of yours is pending: await it first (while the loop runs, it owns the ticks)',
     );
   }
   const limit = ticks ?? Infinity;

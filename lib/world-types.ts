@@ -66,6 +66,24 @@ export interface ViewerOptions {
    * A viewer that never acknowledges behaves as one without acks. Default false.
    */
   acks?: boolean;
+  /**
+   * This viewer's view radius, m: more than 0 and at most config.viewRadius (a zoomed-in map, a
+   * low-bandwidth client). Its subscription box covers the cells within it. Default:
+   * config.viewRadius. Changeable with {@link World.setViewRadius}.
+   */
+  viewRadius?: number;
+}
+
+/** A viewer's settings as last set ({@link World.viewerSettings}). */
+export interface ViewerSettings {
+  /** Bytes per packet, header included. */
+  readonly payloadBytes: number;
+  /** Served every Nth tick. */
+  readonly sendPeriod: number;
+  /** View radius, m. */
+  readonly viewRadius: number;
+  /** Whether the client acknowledges packets (fixed when the viewer is added). */
+  readonly acks: boolean;
 }
 
 /**

@@ -10,8 +10,19 @@ import { EventRouter, type EventRecipients } from './events.js';
 import { toMeters } from './fixed.js';
 import { run as runClock, type LoopHandle, type LoopOptions } from './loop.js';
 import { TickResult } from './tick-result.js';
+import { CHANGE, viewRadiusRaw, viewerNumber } from './interest.js';
 import { MAX_ID, checkCoordinate, checkVec3, isId, readBoolean, rethrow } from './validate.js';
-import type { EntityId, GatherResult, GhostTableView, PositionInput, Positions, Vec3, WorldOptions, ViewerOptions } from './world-types.js';
+import type {
+  EntityId,
+  GatherResult,
+  GhostTableView,
+  PositionInput,
+  Positions,
+  Vec3,
+  WorldOptions,
+  ViewerOptions,
+  ViewerSettings,
+} from './world-types.js';
 
 export { TickResult } from './tick-result.js';
 export type * from './world-types.js';
@@ -35,8 +46,8 @@ export const kernels: 'avx512' | 'portable' = native.kernels;
 export const profileGuided: boolean = native.profileGuided;
 
 const WORLD_OPTIONS = ['capacity', 'threads', 'externalBuffers', 'recordGhostPositions'] as const;
-const VIEWER_OPTIONS = ['payloadBytes', 'sendPeriod', 'acks'] as const;
-const GATHER_OPTIONS = ['walkCap', 'exclude'] as const;
+const VIEWER_OPTIONS = ['payloadBytes', 'sendPeriod', 'acks', 'viewRadius'] as const;
+const GATHER_OPTIONS = ['walkCap', 'exclude', 'radius'] as const;
 
 /**
  * One region: entities, viewers and the replication pass.
@@ -267,12 +278,74 @@ export class World {
       );
     }
     const acks = readBoolean('acks', o.acks, false);
+    const radius = o.viewRadius === undefined ? 0 : viewRadiusRaw(this.config, o.viewRadius);
     try {
-      this.#native.addViewer(avatar, payloadBytes, sendPeriod, acks);
+      this.#native.addViewer(avatar, payloadBytes, sendPeriod, acks, radius);
     } catch (e) {
       rethrow(e);
     }
     if (this.#ticking) this.#events.viewerAdded(avatar);
+  }
+
+  /**
+   * Serves a viewer every `ticks` ticks from now on (1 to 65535): the governor's cheapest lever.
+   * Its sequence numbers, ghost table and acknowledgement log carry on; the viewer keeps its place
+   * in the spread of phases (phase = its place mod the period). During a tick the change is
+   * checked now and applied when the tick ends, in call order with the other viewer changes; it
+   * takes effect at the viewer's next pass. Allocates nothing.
+   * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_INVALID_VIEWER_OPTION.
+   */
+  setSendPeriod(viewer: EntityId, ticks: number): void {
+    this.#change(viewer, CHANGE.sendPeriod, viewerNumber('sendPeriod', ticks), 0, 0);
+  }
+
+  /**
+   * Sets a viewer's packet size, header included (28 + eventReserveBytes to 65,507 bytes), from
+   * its next pass on. The viewers' payloadBytes together stay within what one output buffer holds
+   * (4 GiB − 64 KiB), counting changes queued during a tick. For a viewer with `acks`, a larger
+   * packet than it ever had grows its acknowledgement log, allocated by this call (so applying a
+   * change queued during a tick cannot fail); sequences and the log's packets carry on. Deferred
+   * during a tick like {@link setSendPeriod}.
+   * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_INVALID_VIEWER_OPTION,
+   *   ERR_SIGHTLINE_OUTPUT_FULL, ERR_SIGHTLINE_OUT_OF_MEMORY.
+   */
+  setPayloadBytes(viewer: EntityId, bytes: number): void {
+    this.#change(viewer, CHANGE.payloadBytes, 0, viewerNumber('payloadBytes', bytes), 0);
+  }
+
+  /**
+   * Sets a viewer's view radius in meters (more than 0, at most the config's `viewRadius`), from
+   * its next pass on: its subscription box shrinks to the cells that cover it and its candidates
+   * are the entities within it. Ghosts left outside a smaller radius depart by the grace rule, as
+   * any ghost that stops being eligible: after `graceTicks` + 1 of the viewer's passes (sooner
+   * when its table is full). Deferred during a tick like {@link setSendPeriod}.
+   * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_INVALID_VIEWER_OPTION.
+   */
+  setViewRadius(viewer: EntityId, meters: number): void {
+    this.#change(viewer, CHANGE.viewRadius, 0, 0, viewRadiusRaw(this.config, meters));
+  }
+
+  /**
+   * A viewer's settings as last set: changes asked for during a running tick are included (they
+   * apply when it ends). `viewRadius` in meters.
+   * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER.
+   */
+  viewerSettings(viewer: EntityId): ViewerSettings {
+    try {
+      const s = this.#native.viewerSettings(viewer);
+      return { payloadBytes: s.payloadBytes, sendPeriod: s.sendPeriod, viewRadius: toMeters(s.viewRadius), acks: s.acks };
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  #change(viewer: EntityId, what: number, sendPeriod: number, payloadBytes: number, viewRadius: number): void {
+    this.#requireOpen();
+    try {
+      this.#native.changeViewer(viewer, what, sendPeriod, payloadBytes, viewRadius);
+    } catch (e) {
+      rethrow(e);
+    }
   }
 
   /**
@@ -459,12 +532,20 @@ export class World {
    * late tick at once; `'drop'` skips missed deadlines and counts them. A throwing callback stops
    * the loop (`done` rejects with it) and leaves the world usable; `stop()` ends it cleanly.
    * While it runs the loop owns the world's ticks: a `tick()` of your own makes the loop's next one
-   * fail with ERR_SIGHTLINE_TICK_IN_PROGRESS. Attach a handler to `done` when you start the loop:
-   * an unhandled rejection ends a Node process.
+   * fail with ERR_SIGHTLINE_TICK_IN_PROGRESS, and `run()` while a `tick()` of your own is pending
+   * is refused at once with that code. Attach a handler to `done` when you start the loop: an
+   * unhandled rejection ends a Node process.
+   * @throws ERR_SIGHTLINE_TICK_IN_PROGRESS (a tick() of yours is pending), ERR_SIGHTLINE_LOOP_RUNNING,
+   *   ERR_SIGHTLINE_INVALID_LOOP_OPTION, ERR_SIGHTLINE_WORLD_CLOSED.
    */
   run(options: LoopOptions = {}): LoopHandle {
     this.#requireOpen();
     return runClock(this, options);
+  }
+
+  /** @internal Whether a tick's pass is running (its promise has not settled). */
+  get tickPending(): boolean {
+    return this.#ticking;
   }
 
   /** @internal A result of tick number `epoch` is valid until tick epoch + 2 starts. */
@@ -491,14 +572,16 @@ export class World {
 
   /**
    * The candidates a viewer at (x, y) meters would examine, on the current snapshot (see
-   * {@link rebuildSnapshot}): nearest cells first, within the view radius, stopping at `walkCap`
-   * (default config.walkCap; `Infinity` for uncapped), leaving out `exclude`.
+   * {@link rebuildSnapshot}): nearest cells first, within `radius` meters (default the config's
+   * viewRadius; at most that, as {@link setViewRadius}), stopping at `walkCap` (default
+   * config.walkCap; `Infinity` for uncapped), leaving out `exclude`.
    * `options` may be omitted, `undefined` or `null`: every option takes its default.
    * @throws ERR_SIGHTLINE_INVALID_POSITION, ERR_SIGHTLINE_INVALID_ARGUMENT (options not an object,
-   *   walkCap not a number ≥ 1, exclude not an integer entity id), ERR_SIGHTLINE_UNKNOWN_OPTION (a
-   *   key other than walkCap and exclude), ERR_SIGHTLINE_TICK_IN_PROGRESS.
+   *   walkCap not a number ≥ 1, exclude not an integer entity id, radius not in (0, viewRadius]),
+   *   ERR_SIGHTLINE_UNKNOWN_OPTION (a key other than walkCap, exclude and radius),
+   *   ERR_SIGHTLINE_TICK_IN_PROGRESS.
    */
-  gather(at: { x: number; y: number }, options?: { walkCap?: number; exclude?: EntityId } | null): GatherResult {
+  gather(at: { x: number; y: number }, options?: { walkCap?: number; exclude?: EntityId; radius?: number } | null): GatherResult {
     this.#requireOpen();
     const x = checkCoordinate('x', at?.x);
     const y = checkCoordinate('y', at?.y);
@@ -511,8 +594,16 @@ export class World {
     if (exclude !== undefined && !isId(exclude)) {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `exclude must be an integer entity id from 0 to ${MAX_ID}, received ${describe(exclude)}`);
     }
+    let radius = 0;
+    if (o.radius !== undefined) {
+      try {
+        radius = viewRadiusRaw(this.config, o.radius);
+      } catch (e) {
+        throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', (e as Error).message.replace('viewRadius', 'radius'));
+      }
+    }
     try {
-      const r = this.#native.gather(x, y, walkCap, exclude === undefined ? -1 : exclude);
+      const r = this.#native.gather(x, y, walkCap, exclude === undefined ? -1 : exclude, radius);
       return { ids: r.ids, distancesSq: r.d2, examined: r.examined };
     } catch (e) {
       rethrow(e);

@@ -162,8 +162,9 @@ describe('ClientWorld', () => {
     for (let i = 0; i < 32; i++) {
       expect(((a.ackBits >>> i) & 1) === 1, `bit ${i}`).toBe(got.has(a.ack - 1 - i));
     }
-    const bytes = w.encodeAck()!;
-    expect(decodeControl(bytes)).toEqual({ type: MSG_ACK, ack: a.ack, ackBits: a.ackBits });
+    const token = Uint8Array.of(9, 8, 7, 6, 5, 4, 3, 2);
+    const bytes = w.encodeAck(token)!;
+    expect(decodeControl(bytes)).toEqual({ type: MSG_ACK, token, ack: a.ack, ackBits: a.ackBits });
   });
 
   it('malformed datagrams are counted and change nothing', () => {
@@ -216,9 +217,12 @@ describe('ClientWorld', () => {
     expect(w.maxLateness).toBe(32);
     w.receive(packet(0, [], [{ id: 7, x: 1024, y: 2048 }]));
     expect(w.get(7)).toMatchObject({ x: 1, y: 2, z: 0 });
-    for (const options of [5, 'x', true]) {
+    for (const options of [5, 'x', true, [], [1], new Date(0), new Map()]) {
       expect(() => new ClientWorld(config, options as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     }
+    // A misspelt key is an error, not a silently kept default; so is a listener that is not a function.
+    expect(() => new ClientWorld(config, { maxLatenes: 100 } as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_OPTION' }));
+    expect(() => new ClientWorld(config, { onSpawn: 5 } as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     for (const layout of [{}, { regionRaw: config.regionRaw }, { ...config, zBits: '20' }]) {
       expect(() => new ClientWorld(layout as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     }
@@ -661,8 +665,26 @@ describe('ClientWorld over the lossy link', () => {
     expect(link.counters).toEqual(before);
     expect(link.sendTick(await world.tick())).toBe(1);
     // Conditions are an object of probabilities and a delay; anything else is refused and changes nothing.
-    for (const bad of [undefined, null, 5, { loss: 2 }, { maxDelay: -1 }]) {
+    for (const bad of [undefined, null, 5, { loss: 2 }, { maxDelay: -1 }, [], new Date(0)]) {
       expect(() => link.setConditions(bad as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     }
+    expect(() => link.setConditions({ los: 0.5 } as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_OPTION' }));
+  });
+
+  it('LossyLink options: a misspelt key is ERR_SIGHTLINE_UNKNOWN_OPTION; arrays, Dates and listeners that are not functions are refused', () => {
+    const onConnect = () => 0;
+    expect(() => new LossyLink({ onConnect, los: 0.5 } as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_OPTION' }));
+    for (const bad of [[], Object.assign([], { onConnect }), new Date(0), null, 5]) {
+      expect(() => new LossyLink(bad as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    }
+    expect(() => new LossyLink({ onConnect, onAck: 'x' } as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    expect(() => new LossyLink({ onConnect: 5 } as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    class Listener {
+      readonly seen = 0; // a field of its own: not an option, allowed on a class instance
+      onConnect(): number {
+        return 0;
+      }
+    }
+    expect(() => new LossyLink(new Listener())).not.toThrow();
   });
 });

@@ -1,137 +1,26 @@
 import { describe, it, expect, afterEach } from 'vitest';
-import dgram from 'node:dgram';
-import { World, WorldConfig, type EntityId } from '../lib/index.js';
+import { World, WorldConfig } from '../lib/index.js';
 import { UdpServer } from '../lib/net/udp-server.js';
 import { UdpClient } from '../lib/net/udp-client.js';
-import type { ClientWorld } from '../lib/net/client-world.js';
-import type { DisconnectReason } from '../lib/net/transport.js';
 import {
   ByeReason,
-  HELLO_BYTES,
+  HELLO_MIN_BYTES,
   MSG_BYE,
+  MSG_CHALLENGE,
   MSG_HELLO,
   MSG_PING,
   MSG_REFUSE,
   MSG_WELCOME,
-  decodeControl,
   encodeAck,
   encodeHello,
-  type ControlMessage,
+  type ChallengeMessage,
+  type WelcomeMessage,
 } from '../lib/net/protocol.js';
+import { ConnectionRefusedError } from '../lib/net/transport.js';
 import { rng } from './helpers/model.js';
+import { HOST, caughtUp, client, config, harness, mismatches, rawHandshake, rawSocket, runCleanups, until, cleanups } from './helpers/net.js';
 
-const config = WorldConfig.build();
-const HOST = '127.0.0.1';
-
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
-
-async function until(what: string, cond: () => boolean, ms = 5000): Promise<void> {
-  const end = performance.now() + ms;
-  while (!cond()) {
-    if (performance.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
-
-interface Harness {
-  world: World;
-  server: UdpServer;
-  port: number;
-  events: string[];
-  /** Moves the crowd, runs a tick, sends it. */
-  tick(): Promise<void>;
-}
-
-async function harness(options: Partial<ConstructorParameters<typeof UdpServer>[0]> = {}): Promise<Harness> {
-  const r = rng(9);
-  const world = new World(config, { capacity: 1024, threads: 1, recordGhostPositions: true });
-  const crowd: EntityId[] = [];
-  for (let i = 0; i < 300; i++) crowd.push(world.spawn({ x: 1900 + r() * 300, y: 1900 + r() * 300, z: 0 }));
-  const events: string[] = [];
-  const server = new UdpServer({
-    config,
-    world,
-    address: HOST,
-    port: 0,
-    onConnect: () => {
-      const id = world.spawn({ x: 2000 + r() * 100, y: 2000 + r() * 100, z: 0 });
-      world.addViewer(id, { acks: true });
-      return id;
-    },
-    onDisconnect: (viewer: EntityId, reason: DisconnectReason) => {
-      events.push(`${viewer} ${reason}`);
-      world.removeViewer(viewer);
-      world.despawn(viewer);
-    },
-    ...options,
-  });
-  const { port } = await server.listen();
-  cleanups.push(() => server.close());
-  const { x, y } = world.positions;
-  const tick = async () => {
-    for (const id of crowd) {
-      if (r() < 0.5) continue;
-      const s = world.slotOf(id);
-      x[s] += Math.round((r() - 0.5) * 400);
-      y[s] += Math.round((r() - 0.5) * 400);
-    }
-    server.sendTick(await world.tick());
-  };
-  return { world, server, port, events, tick };
-}
-
-async function client(h: Harness, options: ConstructorParameters<typeof UdpClient>[0] = {}): Promise<{ c: UdpClient; avatar: EntityId }> {
-  const c = new UdpClient(options);
-  cleanups.push(() => c.close());
-  const avatar = await c.connect(HOST, h.port, config.protocolHash);
-  return { c, avatar };
-}
-
-/** A bare socket speaking the protocol by hand. */
-async function rawSocket(): Promise<{ s: dgram.Socket; inbox: ControlMessage[]; send(bytes: Uint8Array, port: number): Promise<void> }> {
-  const s = dgram.createSocket('udp4');
-  const inbox: ControlMessage[] = [];
-  s.on('message', (m) => {
-    try {
-      inbox.push(decodeControl(m));
-    } catch {
-      // game packets are not collected here
-    }
-  });
-  await new Promise<void>((res) => s.bind(0, HOST, () => res()));
-  cleanups.push(() => new Promise<void>((res) => s.close(() => res())));
-  return {
-    s,
-    inbox,
-    send: (bytes, port) => new Promise<void>((res, rej) => s.send(bytes, port, HOST, (e) => (e ? rej(e) : res()))),
-  };
-}
-
-/** Differences between a client's world and the ghost table of its viewer (despawns in flight left out). */
-function mismatches(world: World, viewer: EntityId, view: ClientWorld): string[] {
-  const g = world.ghosts(viewer);
-  const out: string[] = [];
-  const seen = new Set<number>();
-  for (let i = 0; i < g.ids.length; i++) {
-    if (g.state[i] === 2) continue;
-    const id = g.ids[i];
-    seen.add(id);
-    const e = view.get(id);
-    if (e === undefined) out.push(`missing ${id}`);
-    else if (e.rawX !== g.x![i] || e.rawY !== g.y![i] || e.rawZ !== g.z![i]) out.push(`entity ${id} differs`);
-  }
-  for (const id of view.entities.keys()) if (!seen.has(id)) out.push(`extra ${id}`);
-  return out;
-}
-
-/** Waits until a client has the newest packet sent to it. */
-async function caughtUp(h: Harness, c: UdpClient, avatar: EntityId): Promise<void> {
-  const last = (h.world.ghosts(avatar).sequence + 65535) % 65536;
-  await until(`client of ${avatar} to receive packet ${last}`, () => c.world.newestSequence === last);
-}
+afterEach(runCleanups);
 
 describe('UDP transport on loopback', () => {
   it('two clients connect, receive every tick, and hold what the server believes they hold', async () => {
@@ -169,11 +58,14 @@ describe('UDP transport on loopback', () => {
 
   it('a client with another protocol hash is refused with both hashes named; full servers and games refuse too', async () => {
     let connects = 0;
+    const errors: unknown[] = [];
     const h = await harness({
       maxClients: 1,
+      onError: (e) => errors.push(e),
       onConnect: () => {
         connects++;
-        if (connects === 2) throw new Error('banned for griefing');
+        if (connects === 2) throw new ConnectionRefusedError('banned for griefing');
+        if (connects === 3) throw new Error('db down: password=hunter2');
         const id = h.world.spawn({ x: 10, y: 10, z: 0 });
         h.world.addViewer(id, { acks: true });
         return id;
@@ -200,7 +92,15 @@ describe('UDP transport on loopback', () => {
     const banned = await new UdpClient().connect(HOST, h.port, config.protocolHash).catch((e: unknown) => e);
     expect(banned).toMatchObject({ code: 'ERR_SIGHTLINE_NET_REFUSED_REJECTED' });
     expect((banned as Error).message).toContain('banned for griefing');
-    expect(h.server.counters.refused).toBe(3);
+    expect(errors).toEqual([]);
+    // Any other exception refuses with a generic text: its message is the server's, not the peer's.
+    const failed = await new UdpClient().connect(HOST, h.port, config.protocolHash).catch((e: unknown) => e);
+    expect(failed).toMatchObject({ code: 'ERR_SIGHTLINE_NET_REFUSED_REJECTED' });
+    expect((failed as Error).message).not.toContain('password');
+    expect((failed as Error).message).toContain('the server refused the connection');
+    expect(errors.map((e) => (e as Error).message)).toEqual(['db down: password=hunter2']);
+    expect(h.server.counters.listenerErrors).toBe(1);
+    expect(h.server.counters.refused).toBe(4);
     expect(h.server.counters.connects).toBe(1);
   });
 
@@ -217,7 +117,7 @@ describe('UDP transport on loopback', () => {
       bad.push(b);
     }
     const hello = encodeHello({ protocolHash: config.protocolHash, nonce: 1 });
-    for (let n = 1; n < HELLO_BYTES; n++) bad.push(hello.slice(0, n)); // truncated at every length
+    for (let n = 1; n < HELLO_MIN_BYTES; n++) bad.push(hello.slice(0, n)); // truncated at every length
     const badMagic = hello.slice();
     badMagic[2] = 0;
     bad.push(badMagic);
@@ -225,6 +125,8 @@ describe('UDP transport on loopback', () => {
     bad.push(new Uint8Array(60_000).fill(0xa3)); // oversized
     bad.push(Uint8Array.of(1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)); // a game packet, wrong direction
     bad.push(Uint8Array.of(0xa3, 1, 2)); // truncated ACK
+    bad.push(Uint8Array.of(0xa4, 0)); // a BYE of the revision without tokens
+    bad.push(Uint8Array.of(0xa5)); // a PING of the revision without tokens
 
     const received0 = good.c.counters.gamePackets;
     const before = h.server.counters.datagramsReceived;
@@ -236,13 +138,20 @@ describe('UDP transport on loopback', () => {
     }
     while (sent < bad.length) await raw.send(bad[sent++], h.port);
     // An ACK from an address without a session is well-formed: a stray, not malformed.
-    await raw.send(encodeAck(0, 0), h.port);
+    await raw.send(encodeAck(new Uint8Array(8), 0, 0), h.port);
     await until('every bad datagram', () => h.server.counters.datagramsReceived - before >= bad.length + 1 + 20);
     expect(h.server.counters.malformed).toBe(bad.length);
     expect(h.server.counters.strays).toBe(1);
     expect(h.server.counters.listenerErrors).toBe(0);
     expect(h.server.counters.connects).toBe(1);
     expect(raw.inbox).toEqual([]); // nothing answered
+    // Each drop has its decoder's code.
+    const codes = h.server.malformedCodes;
+    expect(Object.values(codes).reduce((a, b) => a + b, 0)).toBe(bad.length);
+    expect(codes.ERR_SIGHTLINE_NET_TRUNCATED).toBeGreaterThanOrEqual(HELLO_MIN_BYTES - 1);
+    expect(codes.ERR_SIGHTLINE_NET_BAD_MAGIC).toBe(2); // the HELLO with a bad magic, and 1,500 bytes of 0xA0
+    expect(codes.ERR_SIGHTLINE_NET_WRONG_DIRECTION).toBe(1);
+    expect(codes.ERR_SIGHTLINE_NET_UNKNOWN_TYPE).toBeGreaterThan(0);
     expect(good.c.counters.gamePackets - received0).toBe(20);
     expect(mismatches(h.world, good.avatar, good.c.world)).toEqual([]);
   });
@@ -251,13 +160,12 @@ describe('UDP transport on loopback', () => {
     const h = await harness({ timeoutMs: 300, keepaliveMs: 100 });
     const alive = await client(h, { keepaliveMs: 50 });
     const raw = await rawSocket();
-    await raw.send(encodeHello({ protocolHash: config.protocolHash, nonce: 77 }), h.port);
-    await until('the WELCOME', () => raw.inbox.length > 0);
-    const welcome = raw.inbox[0];
+    const welcome = (await rawHandshake(raw, h.port, 77)) as WelcomeMessage;
     expect(welcome).toMatchObject({ type: MSG_WELCOME, nonce: 77 });
-    const silent = (welcome as { avatar: number }).avatar;
-    // A repeated HELLO (the WELCOME was lost) is answered again, without a second session.
-    await raw.send(encodeHello({ protocolHash: config.protocolHash, nonce: 77 }), h.port);
+    const silent = welcome.avatar;
+    // A repeated HELLO with the cookie (the WELCOME was lost) is answered again, without a second session.
+    const challenge = raw.inbox.find((m) => m.type === MSG_CHALLENGE) as ChallengeMessage;
+    await raw.send(encodeHello({ protocolHash: config.protocolHash, nonce: 77, cookie: challenge.cookie }), h.port);
     await until('the second WELCOME', () => raw.inbox.filter((m) => m.type === MSG_WELCOME).length === 2);
     expect(h.server.counters.connects).toBe(2);
 
@@ -269,7 +177,8 @@ describe('UDP transport on loopback', () => {
     expect(alive.c.state).toBe('connected');
     await until('the BYE', () => raw.inbox.some((m) => m.type === MSG_BYE));
     expect(raw.inbox.some((m) => m.type === MSG_PING)).toBe(true);
-    expect(raw.inbox.find((m) => m.type === MSG_BYE)).toEqual({ type: MSG_BYE, reason: ByeReason.TIMEOUT });
+    expect(raw.inbox.find((m) => m.type === MSG_BYE)).toEqual({ type: MSG_BYE, token: welcome.token, reason: ByeReason.TIMEOUT });
+    expect(raw.inbox.find((m) => m.type === MSG_PING)).toEqual({ type: MSG_PING, token: welcome.token });
   });
 
   it('sends beyond the in-flight cap are dropped and counted, never queued', async () => {
@@ -320,7 +229,7 @@ describe('UDP transport on loopback', () => {
     expect(() => new UdpServer({ config, world: { acknowledge: () => undefined }, onConnect }).close()).not.toThrow();
   });
 
-  it('UdpClient.close() while connecting, once a HELLO went out, says BYE (a server that placed it ends the session now)', async () => {
+  it('UdpClient.close() while connecting sends no BYE (it has no token yet) and rejects the connect', async () => {
     const silent = await rawSocket(); // a server that never answers
     const port = (silent.s.address() as { port: number }).port;
     const c = new UdpClient({ helloIntervalMs: 20 });
@@ -328,7 +237,8 @@ describe('UDP transport on loopback', () => {
     await until('a HELLO', () => c.counters.helloSent > 0 && silent.inbox.some((m) => m.type === MSG_HELLO));
     await c.close();
     await expect(connecting).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_NET_CLOSED' });
-    await until('the BYE', () => silent.inbox.some((m) => m.type === MSG_BYE));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(silent.inbox.every((m) => m.type === MSG_HELLO)).toBe(true);
   });
 
   it('UdpClient: null options mean defaults; another non-object is ERR_SIGHTLINE_INVALID_ARGUMENT', async () => {
@@ -391,17 +301,14 @@ describe('UDP transport on loopback', () => {
   it('a new HELLO from the same address replaces the session; closing the server says BYE to clients', async () => {
     const h = await harness();
     const raw = await rawSocket();
-    await raw.send(encodeHello({ protocolHash: config.protocolHash, nonce: 1 }), h.port);
-    await until('the first WELCOME', () => raw.inbox.length === 1);
-    await raw.send(encodeHello({ protocolHash: config.protocolHash, nonce: 2 }), h.port);
-    await until('the second WELCOME', () => raw.inbox.length === 2);
-    const [w1, w2] = raw.inbox as { avatar: number }[];
+    const w1 = (await rawHandshake(raw, h.port, 1)) as WelcomeMessage;
+    const w2 = (await rawHandshake(raw, h.port, 2)) as WelcomeMessage;
+    expect([w1.type, w2.type]).toEqual([MSG_WELCOME, MSG_WELCOME]);
     expect(h.events).toEqual([`${w1.avatar} replaced`]);
     expect(h.server.has(w2.avatar)).toBe(true);
     // A HELLO with another nonce that is refused (wrong hash) changes nothing: the session stays.
-    await raw.send(encodeHello({ protocolHash: (config.protocolHash + 1) >>> 0, nonce: 3 }), h.port);
-    await until('the REFUSE', () => raw.inbox.length === 3);
-    expect(raw.inbox[2]).toMatchObject({ type: MSG_REFUSE, nonce: 3 });
+    const refused = await rawHandshake(raw, h.port, 3, (config.protocolHash + 1) >>> 0);
+    expect(refused).toMatchObject({ type: MSG_REFUSE, nonce: 3 });
     expect(h.events).toEqual([`${w1.avatar} replaced`]);
     expect(h.server.has(w2.avatar)).toBe(true);
 

@@ -3,7 +3,7 @@
 // Browser-safe: imports nothing from Node.
 
 import { checkLayout, createRawPacket, decodePacketRaw, type PacketLayoutConfig, type RawPacket } from '../decode.js';
-import { SightlineError, describe } from '../errors.js';
+import { SightlineError, describe, readOptions } from '../errors.js';
 import { RAW_PER_METER } from '../fixed.js';
 import { encodeAck } from './protocol.js';
 
@@ -109,6 +109,8 @@ interface Held {
   ext: number;
 }
 
+const CLIENT_WORLD_OPTIONS: readonly string[] = ['payloadBytes', 'maxLateness', 'onSpawn', 'onUpdate', 'onDespawn', 'onEvent'];
+
 // Extended sequences start here so that late packets before the first one stay positive.
 const EXT_BASE = 1 << 20;
 
@@ -170,14 +172,18 @@ export class ClientWorld {
    * @param layout the server's packet layout; its protocol hash must match the server's
    * @param options `undefined` or `null`: every option takes its default
    * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (layout without non-negative integer regionRaw,
-   *   regionShift, verticalRaw, zBits and quantShift; options not an object; maxLateness or
-   *   payloadBytes out of range).
+   *   regionShift, verticalRaw, zBits and quantShift; options not a plain object (an array or a
+   *   Date is refused); maxLateness or payloadBytes out of range; a listener not a function),
+   *   ERR_SIGHTLINE_UNKNOWN_OPTION (a key that is not an option).
    */
   constructor(layout: PacketLayoutConfig, options?: ClientWorldOptions | null) {
     checkLayout(layout, 'layout');
-    if (options === undefined || options === null) options = {};
-    if (typeof options !== 'object') {
-      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `options must be an object or undefined, received ${describe(options)}`);
+    options = readOptions('ClientWorld', options, CLIENT_WORLD_OPTIONS) as ClientWorldOptions;
+    for (const key of ['onSpawn', 'onUpdate', 'onDespawn', 'onEvent'] as const) {
+      const fn = options[key];
+      if (fn !== undefined && typeof fn !== 'function') {
+        throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `ClientWorld option ${key} must be a function, received ${describe(fn)}`);
+      }
     }
     const maxLateness = options.maxLateness ?? 32;
     if (!Number.isInteger(maxLateness) || maxLateness < 0 || maxLateness > 32767) {
@@ -398,10 +404,14 @@ export class ClientWorld {
     return { ack: this.#newest % 65536, ackBits: this.#ackBits() };
   }
 
-  /** The ACK datagram ({@link encodeAck}), into `out` when given; null before the first packet. */
-  encodeAck(out?: Uint8Array): Uint8Array | null {
+  /**
+   * The ACK datagram ({@link encodeAck}) with the session's token (8 bytes, from the WELCOME),
+   * into `out` when given; null before the first packet.
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (token not 8 bytes, out shorter than 15 bytes).
+   */
+  encodeAck(token: Uint8Array, out?: Uint8Array): Uint8Array | null {
     if (this.#newest < 0) return null;
-    return encodeAck(this.#newest % 65536, this.#ackBits(), out);
+    return encodeAck(token, this.#newest % 65536, this.#ackBits(), out);
   }
 
   /** Forgets entities (without despawn callbacks), sequences and the event position; counters stay. */

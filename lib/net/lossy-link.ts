@@ -2,7 +2,8 @@
 // acks back, losing, delaying (reordering) and duplicating datagrams on a seeded PRNG.
 // Browser-safe: imports nothing from Node.
 
-import { SightlineError, describe } from '../errors.js';
+import { SightlineError, describe, readOptions } from '../errors.js';
+import { checkListenerOptions } from './options.js';
 import { mulberry32 } from '../random.js';
 import type { EntityId } from '../world.js';
 import type { ClientWorld } from './client-world.js';
@@ -20,6 +21,11 @@ import {
 } from './transport.js';
 
 export { mulberry32 } from '../random.js';
+
+const CONDITIONS: readonly string[] = ['loss', 'duplicate', 'maxDelay', 'ackLoss'];
+const LINK_OPTIONS: readonly string[] = [
+  ...CONDITIONS, 'seed', 'world', 'maxInFlight', 'drop', 'onConnect', 'onDisconnect', 'onAck', 'onInput', 'onError',
+];
 
 /** How the link mistreats datagrams. Probabilities are per datagram, in [0, 1]. */
 export interface LinkConditions {
@@ -107,10 +113,15 @@ export class LossyLink implements Transport {
   #time = 0;
   #closed = false;
 
-  /** @throws ERR_SIGHTLINE_INVALID_ARGUMENT (a condition out of range, onConnect not a function). */
+  /**
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (options not an ordinary object, a condition out of
+   *   range, onConnect or another listener not a function), ERR_SIGHTLINE_UNKNOWN_OPTION (a plain
+   *   object with a key that is not an option; an instance of a class is not checked for them).
+   */
   constructor(options: LossyLinkOptions) {
-    if (typeof options !== 'object' || options === null || typeof options.onConnect !== 'function') {
-      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `options must be an object with an onConnect function, received ${describe(options)}`);
+    checkListenerOptions('LossyLink', options, LINK_OPTIONS, ['onConnect', 'onDisconnect', 'onAck', 'onInput', 'onError', 'drop']);
+    if (typeof options.onConnect !== 'function') {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `LossyLink onConnect must be a function, received ${describe(options.onConnect)}`);
     }
     this.#listener = options;
     this.#acknowledge = acknowledgeOf(options.world);
@@ -124,14 +135,22 @@ export class LossyLink implements Transport {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `drop must be a function, received ${describe(options.drop)}`);
     }
     this.#drop = options.drop;
-    this.setConditions(options);
+    this.#apply(options);
   }
 
-  /** Changes the conditions for datagrams sent from now on (those in flight keep their fate). */
+  /**
+   * Changes the conditions for datagrams sent from now on (those in flight keep their fate).
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (not an ordinary object, a condition out of range),
+   *   ERR_SIGHTLINE_UNKNOWN_OPTION (a key that is not a condition); nothing changes then.
+   */
   setConditions(c: LinkConditions): void {
-    if (typeof c !== 'object' || c === null) {
+    if (c === undefined || c === null) {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `conditions must be an object, received ${describe(c)}`);
     }
+    this.#apply(readOptions('LossyLink conditions', c, CONDITIONS) as LinkConditions);
+  }
+
+  #apply(c: LinkConditions): void {
     const loss = probability('loss', c.loss ?? 0);
     const duplicate = probability('duplicate', c.duplicate ?? 0);
     const ackLoss = probability('ackLoss', c.ackLoss ?? loss);
@@ -173,7 +192,7 @@ export class LossyLink implements Transport {
    * returns something other than a u32 or a viewer that already has a client.
    */
   connect(clientKey: string, client: ClientWorld): EntityId {
-    const avatar: unknown = this.#listener.onConnect.call(this.#listener, clientKey, { clientKey, nonce: 0 });
+    const avatar: unknown = this.#listener.onConnect.call(this.#listener, clientKey, { clientKey, address: clientKey, port: 0, nonce: 0, connectToken: new Uint8Array(0) });
     if (typeof avatar !== 'number' || !Number.isInteger(avatar) || avatar < 0 || avatar > 0xffffffff || this.#clients.has(avatar)) {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `onConnect must return a new avatar entity id (u32), returned ${describe(avatar)}`);
     }

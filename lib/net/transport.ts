@@ -1,8 +1,9 @@
 // The server side of a transport: what every adapter (UDP, WebSocket, WebRTC, an in-process test
 // link) offers the game loop, and the listener through which it reports sessions and acks.
-// Browser-safe: imports types and the error class only.
+// Browser-safe: imports nothing from Node.
 
-import { SightlineError, describe } from '../errors.js';
+import { HEADER_BYTES, MAX_PAYLOAD_BYTES, PROTOCOL_VERSION } from '../wire.js';
+import { SightlineError, describe, isUint8Array } from '../errors.js';
 import type { EntityId } from '../world.js';
 
 /**
@@ -30,15 +31,45 @@ export type DisconnectReason =
   /** A new HELLO from the same client address replaced the session. */
   | 'replaced'
   /** The transport closed. */
-  | 'closed';
+  | 'closed'
+  /** A connection-oriented transport (WebSocket) lost the connection without a BYE. */
+  | 'disconnected';
 
 /** What a client said when it asked to join. */
 export interface ConnectRequest {
   /** The adapter's stable name for the client's address (e.g. `"127.0.0.1:50123"`). */
   readonly clientKey: string;
+  /** The client's address (IP literal) and port, as the transport saw them. */
+  readonly address: string;
+  readonly port: number;
   /** The client's HELLO nonce (u32). */
   readonly nonce: number;
+  /**
+   * The HELLO's connect token: opaque bytes from the game's own backend (0 to 1,024; empty when
+   * the client sent none). The transport only carries it: checking it (a signature, an expiry,
+   * single use) is the game's, in onConnect. Read docs/transport.md's threat model first.
+   */
+  readonly connectToken: Uint8Array;
 }
+
+/**
+ * Thrown by `onConnect` to refuse a client with a reason meant for it: the message is sent to
+ * the client in the REFUSE (cut to 117 bytes). Any other exception from `onConnect` refuses the
+ * client with a generic text, and is counted (`listenerErrors`) and passed to `onError`: its
+ * message never reaches an unauthenticated peer.
+ */
+export class ConnectionRefusedError extends SightlineError {
+  constructor(message: string) {
+    super('ERR_SIGHTLINE_NET_CONNECTION_REFUSED', message);
+  }
+}
+
+Object.defineProperty(ConnectionRefusedError.prototype, 'name', {
+  value: 'ConnectionRefusedError',
+  writable: true,
+  enumerable: false,
+  configurable: true,
+});
 
 /**
  * The game's side of a transport. Callbacks run on the adapter's I/O path: keep them short. A
@@ -48,8 +79,9 @@ export interface TransportListener {
   /**
    * A client passed the handshake checks (protocol version and hash, capacity). Spawn its avatar,
    * call `world.addViewer(avatar, { acks: true })` and return the avatar's id: packets for that
-   * viewer go to this client. Throw to refuse it: the error's message is sent to the client in the
-   * REFUSE (cut to 117 bytes), so throw messages meant for players.
+   * viewer go to this client. Throw a {@link ConnectionRefusedError} to refuse it with a reason the
+   * client sees; any other exception refuses it with a generic reason (see ConnectionRefusedError).
+   * Runs only once the client has proven it receives at its address (the cookie round trip).
    */
   onConnect(clientKey: string, request: ConnectRequest): EntityId;
   /**
@@ -63,6 +95,13 @@ export interface TransportListener {
    * adapter forwards the ack to `world.acknowledge` (when there is one).
    */
   onAck?(viewer: EntityId, ack: number, ackBits: number): void;
+  /**
+   * Input from the viewer's client. `bytes` is a view valid during the call (copy to keep);
+   * `kind` 0 (InputKind.UNRELIABLE: only inputs newer than every one before arrive, latest wins)
+   * or 1 (InputKind.RELIABLE: each exactly once, in order); `sequence` the input's per-kind
+   * sequence (u16). Adapters without input (LossyLink) never call it.
+   */
+  onInput?(viewer: EntityId, bytes: Uint8Array, kind: 0 | 1, sequence: number): void;
   /** A listener callback threw, or the socket reported an error. */
   onError?(error: unknown): void;
 }
@@ -83,7 +122,11 @@ export interface TransportCounters {
   datagramsReceived: number;
   /** Bytes received. */
   bytesReceived: number;
-  /** Received datagrams that were not a well-formed message (truncated, oversized, garbage): dropped. */
+  /**
+   * Received datagrams that were not a well-formed message (truncated, oversized, garbage, a
+   * message of a kind the server never receives): dropped. Adapters with sessions also tally them
+   * by decoder error code (`malformedCodes`).
+   */
   malformed: number;
   /** Well-formed datagrams from addresses without a session (other than HELLO): dropped. */
   strays: number;
@@ -113,6 +156,56 @@ export interface TransportCounters {
   refused: number;
   /** Listener callbacks (or `world.acknowledge`) that threw. */
   listenerErrors: number;
+}
+
+/**
+ * Counters of an adapter with sessions (UdpServer, WsServer): the handshake, the session checks
+ * and client input. Every drop is counted once, in the first check it fails.
+ */
+export interface SessionCounters extends TransportCounters {
+  /** CHALLENGEs sent: answers to HELLOs without a valid cookie (nothing is kept for them). */
+  challenges: number;
+  /** HELLOs whose cookie did not verify (another address, port or nonce, or expired): answered with a new CHALLENGE. */
+  badCookies: number;
+  /** Session messages (ACK, BYE, PING, INPUT) from a session's address without its token: dropped. */
+  badTokens: number;
+  /** Acks dropped because the client sent more acks than it was sent packets (see docs/transport.md). */
+  acksThrottled: number;
+  /** Inputs passed to `onInput`, both kinds. */
+  inputs: number;
+  /** Of those, reliable ones. */
+  inputsReliable: number;
+  /** Unreliable inputs not newer than the newest passed on: dropped. */
+  inputsStale: number;
+  /** Reliable inputs already passed on or already held: dropped (the header acknowledges them again). */
+  inputsRepeated: number;
+  /** Reliable inputs held for order (a gap before them), not yet passed on when they arrived. */
+  inputsHeld: number;
+  /** Reliable inputs more than 16 ahead of the one expected: dropped (the client resends them). */
+  inputsAhead: number;
+  /** Inputs with a payload over the server's `maxInputBytes`: dropped. */
+  inputsOversized: number;
+  /** Inputs over the client's rate (`inputRate`, `inputBurst`): dropped. */
+  inputsThrottled: number;
+}
+
+/** Fresh zeroed {@link SessionCounters}. */
+export function zeroSessionCounters(): SessionCounters {
+  return {
+    ...zeroCounters(),
+    challenges: 0,
+    badCookies: 0,
+    badTokens: 0,
+    acksThrottled: 0,
+    inputs: 0,
+    inputsReliable: 0,
+    inputsStale: 0,
+    inputsRepeated: 0,
+    inputsHeld: 0,
+    inputsAhead: 0,
+    inputsOversized: 0,
+    inputsThrottled: 0,
+  };
 }
 
 /**
@@ -209,4 +302,15 @@ export function acknowledgeOf(target: object | undefined): AcknowledgeFn | undef
   if (target === undefined || target === null) return undefined;
   const fn = (target as { acknowledge?: unknown }).acknowledge;
   return typeof fn === 'function' ? (fn as AcknowledgeFn).bind(target) : undefined;
+}
+
+/** Throws ERR_SIGHTLINE_INVALID_ARGUMENT unless bytes is a game packet's: 16 to 65,507 bytes, version byte first. */
+export function checkPacketBytes(bytes: unknown): asserts bytes is Uint8Array {
+  if (!isUint8Array(bytes) || bytes.length < HEADER_BYTES || bytes.length > MAX_PAYLOAD_BYTES || bytes[0] !== PROTOCOL_VERSION) {
+    throw new SightlineError(
+      'ERR_SIGHTLINE_INVALID_ARGUMENT',
+      `bytes must be a packet: a Uint8Array of ${HEADER_BYTES} to ${MAX_PAYLOAD_BYTES} bytes starting with version ${PROTOCOL_VERSION}, received ${describe(bytes)}` +
+        (isUint8Array(bytes) ? ` (${bytes.length} bytes, version byte ${bytes[0]})` : ''),
+    );
+  }
 }

@@ -1,8 +1,8 @@
 // Pieces the UDP server and client share: address resolution without an event-loop turn, and
-// option checks.
+// address checks.
 import { lookup as dnsLookup, type LookupOneOptions } from 'node:dns';
 import { isIP } from 'node:net';
-import { SightlineError, describe, isPlainObject } from '../errors.js';
+import { SightlineError, describe } from '../errors.js';
 
 /**
  * dgram `lookup` that answers IP literals synchronously (the default defers every send to the
@@ -27,40 +27,24 @@ export function endpointKey(address: string, port: number): string {
   return address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
 }
 
-/** Checks an integer option; returns it (or the default when undefined). */
-export function intOption(name: string, value: unknown, fallback: number, min: number, max: number): number {
-  const v = value === undefined ? fallback : value;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
-    throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `${name} must be an integer from ${min} to ${max}, received ${describe(v)}`);
-  }
-  return v;
-}
-
-/** Milliseconds on a monotonic clock. */
-export function nowMs(): number {
-  return performance.now();
-}
+// A host name (RFC 1123 labels of letters, digits and inner hyphens, dot-separated).
+const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
 
 /**
- * The options of a UDP server or client, which double as its listener: the callbacks named in
- * `callbacks` must be functions where given (own or inherited). A plain object (an object literal)
- * may hold no other key than those in `valid`, so a misspelt option is an error rather than a
- * silently kept default; an instance of a class (a listener object with fields of its own) is not
- * held to that.
- * @throws ERR_SIGHTLINE_UNKNOWN_OPTION, ERR_SIGHTLINE_INVALID_ARGUMENT (a callback that is not a function).
+ * Checks an address option of a socket of this family: an IP literal of that family, or a host
+ * name; returns it. `''` is refused (it would bind every interface silently: say '0.0.0.0' or '::').
+ * @throws ERR_SIGHTLINE_INVALID_ARGUMENT.
  */
-export function checkListenerOptions(what: string, options: object, valid: readonly string[], callbacks: readonly string[]): void {
-  if (isPlainObject(options)) {
-    for (const key of Object.keys(options)) {
-      if (!valid.includes(key)) {
-        throw new SightlineError('ERR_SIGHTLINE_UNKNOWN_OPTION', `unknown ${what} option ${describe(key)}; valid options are ${valid.join(', ')}`);
-      }
-    }
+export function checkAddress(name: string, value: unknown, type: 'udp4' | 'udp6'): string {
+  const family = typeof value === 'string' ? isIP(value) : 0;
+  const want = type === 'udp4' ? 4 : 6;
+  if (typeof value !== 'string' || (family === 0 && !HOST_NAME.test(value)) || (family !== 0 && family !== want)) {
+    const any = type === 'udp4' ? "'0.0.0.0'" : "'::'";
+    throw new SightlineError(
+      'ERR_SIGHTLINE_INVALID_ARGUMENT',
+      `${name} must be an IPv${want} address or a host name (${any} for every interface), received ${describe(value)}` +
+        (family !== 0 ? ` (an IPv${family} address, for a ${type} socket)` : ''),
+    );
   }
-  for (const key of callbacks) {
-    const fn = (options as Record<string, unknown>)[key];
-    if (fn !== undefined && typeof fn !== 'function') {
-      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `${what} option ${key} must be a function, received ${describe(fn)}`);
-    }
-  }
+  return value;
 }

@@ -1,67 +1,24 @@
-// The UDP transport, server side: one node:dgram socket for every client. Handshake, per-client
-// routing of a tick's packets, acks to the game and the engine, timeouts, bounded sends.
+// The UDP transport, server side: one node:dgram socket for every client. The session protocol
+// (handshake, token checks, acks, input, timeouts) is the SessionHost's; this file owns the
+// socket, the per-client routing of a tick's packets and the bounded sends.
 import dgram from 'node:dgram';
-import { HEADER_BYTES, MAX_PAYLOAD_BYTES, PROTOCOL_VERSION } from '../config.js';
-import type { WorldConfig } from '../config.js';
 import { SightlineError, describe, isUint8Array } from '../errors.js';
 import type { EntityId } from '../world.js';
-import {
-  ByeReason,
-  MAX_CONTROL_BYTES,
-  MSG_ACK,
-  MSG_BYE,
-  MSG_HELLO,
-  MSG_PING,
-  RefuseCode,
-  tryDecodeControl,
-  encodeBye,
-  encodePing,
-  encodeRefuse,
-  encodeWelcome,
-  hex32,
-  type ControlMessage,
-  type HelloMessage,
-} from './protocol.js';
-import {
-  acknowledgeOf,
-  checkTickPackets,
-  classifyAckError,
-  zeroCounters,
-  type AcknowledgeFn,
-  type DisconnectReason,
-  type TickPackets,
-  type Transport,
-  type TransportCounters,
-  type TransportListener,
-} from './transport.js';
-import { checkListenerOptions, endpointKey, intOption, lookupLiteral, nowMs } from './udp-common.js';
+import { ByeReason } from './control-types.js';
+import { checkListenerOptions, intOption, nowMs } from './options.js';
+import { SERVER_CALLBACKS, SESSION_SERVER_OPTIONS, SessionHost, type Endpoint, type Session, type SessionServerOptions } from './session-host.js';
+import { checkPacketBytes, checkTickPackets, zeroSessionCounters, type SessionCounters, type TickPackets, type Transport } from './transport.js';
+import { checkAddress, endpointKey, lookupLiteral } from './udp-common.js';
 
-/** The configuration fields the server announces in WELCOME. A {@link WorldConfig} qualifies. */
-export type ServerLayout = Pick<WorldConfig, 'protocolHash' | 'regionRaw' | 'verticalRaw' | 'quantShift' | 'payloadBytes'> & {
-  readonly input?: { readonly tickHz?: number };
-};
+export type { ServerLayout } from './session-host.js';
 
-export interface UdpServerOptions extends TransportListener {
-  /** The world's configuration: its protocol hash gates the handshake, its layout goes in WELCOME. */
-  config: ServerLayout;
-  /**
-   * The World (or any object with `acknowledge(viewer, ack, ackBits)`): every accepted ACK is passed
-   * to its `acknowledge` (after `onAck`). Without it, acks reach `onAck` only. An object without an
-   * `acknowledge` method, or whose `config.protocolHash` differs from `config`'s, is refused.
-   */
-  world?: { acknowledge(viewer: EntityId, ack: number, ackBits: number): unknown; readonly config?: { readonly protocolHash?: number } };
-  /** Address to bind. Default `'0.0.0.0'` (`'::'` for udp6). */
+export interface UdpServerOptions extends SessionServerOptions {
+  /** Address to bind: an IP literal of the socket's family or a host name. Default `'0.0.0.0'` (`'::'` for udp6). */
   address?: string;
   /** Port to bind; 0 picks a free one (see {@link UdpServer.port}). Default 0. */
   port?: number;
   /** Socket family. Default `'udp4'`. */
   type?: 'udp4' | 'udp6';
-  /** Most connected clients; a HELLO beyond it is refused (SERVER_FULL). Default 4096. */
-  maxClients?: number;
-  /** A client heard from for no longer than this is disconnected ('timeout'), ms. Default 5000. */
-  timeoutMs?: number;
-  /** A client sent nothing for this long gets a PING, ms; 0 disables. Default 1000. */
-  keepaliveMs?: number;
   /**
    * Sends issued whose completion callback has not run yet, at most. A send beyond it is dropped
    * and counted. Also the most packets one `sendTick` can issue. Default 65536.
@@ -84,42 +41,20 @@ export interface UdpServerOptions extends TransportListener {
 }
 
 /** Counters of a {@link UdpServer}. */
-export interface UdpServerCounters extends TransportCounters {
-  /** Control datagrams sent (WELCOME, REFUSE, BYE, PING). */
+export interface UdpServerCounters extends SessionCounters {
+  /** Control datagrams sent (CHALLENGE, WELCOME, REFUSE, BYE, PING). */
   controlSent: number;
   /** Control datagrams not sent: the send cap was reached. */
   controlDropped: number;
   /** Errors the socket emitted. */
   socketErrors: number;
-  /** Acks dropped because the client sent more acks than it was sent packets (see docs/transport.md). */
-  acksThrottled: number;
 }
 
-// Ack credit: each packet sent earns a client this many acks, up to ACK_CREDIT_MAX.
 /** The receive buffer a server asks for unless told otherwise (see UdpServerOptions.recvBufferSize). */
 const DEFAULT_RECV_BUFFER_BYTES = 4 << 20;
-const SERVER_OPTIONS: readonly (keyof UdpServerOptions)[] = [
-  'config', 'world', 'address', 'port', 'type', 'maxClients', 'timeoutMs', 'keepaliveMs', 'maxInFlightSends',
-  'maxQueuedSends', 'recvBufferSize', 'sendBufferSize', 'onConnect', 'onDisconnect', 'onAck', 'onError',
+const SERVER_OPTIONS: readonly string[] = [
+  ...SESSION_SERVER_OPTIONS, 'address', 'port', 'type', 'maxInFlightSends', 'maxQueuedSends', 'recvBufferSize', 'sendBufferSize',
 ];
-const ACK_CREDIT_PER_PACKET = 2;
-const ACK_CREDIT_MAX = 64;
-const ACK_CREDIT_START = 8;
-
-interface Session {
-  readonly key: string;
-  readonly address: string;
-  readonly port: number;
-  readonly viewer: EntityId;
-  readonly nonce: number;
-  readonly welcome: Uint8Array;
-  heardAt: number;
-  sentAt: number;
-  /** Sequence (u16) of the newest game packet sent; -1 before the first. */
-  lastSequence: number;
-  /** Acks this client may still have passed on. */
-  ackCredit: number;
-}
 
 /**
  * UDP transport, server side.
@@ -129,6 +64,7 @@ interface Session {
  *   config, world, port: 7777,
  *   onConnect: () => { const id = world.spawn(spawnPoint); world.addViewer(id, { acks: true }); return id; },
  *   onDisconnect: (id) => { world.removeViewer(id); world.despawn(id); },
+ *   onInput: (id, bytes, kind) => game.input(id, bytes, kind),
  * });
  * await server.listen();
  * for (;;) { await sleepUntilNextTick(); server.sendTick(await world.tick()); }
@@ -139,86 +75,48 @@ interface Session {
  * bound: see `maxInFlightSends` and `maxQueuedSends`.
  */
 export class UdpServer implements Transport {
-  readonly #listener: TransportListener;
-  readonly #config: ServerLayout;
-  readonly #acknowledge: AcknowledgeFn | undefined;
+  readonly #host: SessionHost<Endpoint>;
   readonly #socket: dgram.Socket;
   readonly #address: string;
   readonly #requestedPort: number;
-  readonly #maxClients: number;
-  readonly #timeoutMs: number;
-  readonly #keepaliveMs: number;
   readonly #maxInFlight: number;
   readonly #maxQueued: number;
   readonly #recvBufferSize: number;
   readonly #sendBufferSize: number | undefined;
-  readonly #tickMicros: number;
   readonly #counters: UdpServerCounters = {
-    ...zeroCounters(),
+    ...zeroSessionCounters(),
     controlSent: 0,
     controlDropped: 0,
     socketErrors: 0,
-    acksThrottled: 0,
   };
-  readonly #byKey = new Map<string, Session>();
-  readonly #byViewer = new Map<EntityId, Session>();
   #inFlight = 0;
   #state: 'idle' | 'binding' | 'listening' | 'closing' | 'closed' = 'idle';
   #sweepTimer: ReturnType<typeof setInterval> | undefined;
   #abortListen: (() => void) | undefined;
   #port = 0;
   // Per-tick scratch: the routed packets of the tick being sent.
-  readonly #routeSessions: Session[] = [];
+  readonly #routeSessions: Session<Endpoint>[] = [];
   readonly #routeBytes: Uint8Array[] = [];
 
   /**
-   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (config without a protocol hash, onConnect or another
-   *   listener not a function, an option out of range), ERR_SIGHTLINE_UNKNOWN_OPTION (a plain
-   *   object with a key that is not an option; see checkListenerOptions).
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (options not an object; config without a protocol hash;
+   *   onConnect or another listener not a function; an option out of range; an address that is
+   *   neither an IP literal of the socket's family nor a host name, `''` included), ERR_SIGHTLINE_UNKNOWN_OPTION
+   *   (a plain object with a key that is not an option; an instance of a class is not checked for them).
    */
   constructor(options: UdpServerOptions) {
-    if (typeof options !== 'object' || options === null) {
-      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `options must be an object, received ${describe(options)}`);
-    }
-    const { config } = options;
-    if (typeof config !== 'object' || config === null || typeof config.protocolHash !== 'number') {
-      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `config must be a WorldConfig, received ${describe(config)}`);
-    }
-    if (typeof options.onConnect !== 'function') {
-      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `onConnect must be a function, received ${describe(options.onConnect)}`);
-    }
-    checkListenerOptions('UdpServer', options, SERVER_OPTIONS, ['onConnect', 'onDisconnect', 'onAck', 'onError']);
+    checkListenerOptions('UdpServer', options, SERVER_OPTIONS, SERVER_CALLBACKS);
     const type = options.type ?? 'udp4';
     if (type !== 'udp4' && type !== 'udp6') {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `type must be 'udp4' or 'udp6', received ${describe(type)}`);
     }
-    this.#listener = options;
-    this.#config = config;
-    const world: unknown = options.world;
-    if (world !== undefined) {
-      if (typeof world !== 'object' || world === null || typeof (world as { acknowledge?: unknown }).acknowledge !== 'function') {
-        throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `world must be a World (an object with acknowledge(viewer, ack, ackBits)), received ${describe(world)}`);
-      }
-      const hash = (world as { config?: { protocolHash?: unknown } }).config?.protocolHash;
-      if (hash !== undefined && hash !== config.protocolHash) {
-        throw new SightlineError(
-          'ERR_SIGHTLINE_INVALID_ARGUMENT',
-          `world's config (protocol hash ${describe(hash)}) is not config (protocol hash ${config.protocolHash}): pass world.config`,
-        );
-      }
-    }
-    this.#acknowledge = acknowledgeOf(options.world);
-    this.#address = options.address ?? (type === 'udp6' ? '::' : '0.0.0.0');
+    this.#host = new SessionHost('UdpServer', options, this.#counters, this.#sendControl);
+    this.#address = options.address === undefined ? (type === 'udp6' ? '::' : '0.0.0.0') : checkAddress('address', options.address, type);
     this.#requestedPort = intOption('port', options.port, 0, 0, 65535);
-    this.#maxClients = intOption('maxClients', options.maxClients, 4096, 1, 1 << 20);
-    this.#timeoutMs = intOption('timeoutMs', options.timeoutMs, 5000, 1, 3_600_000);
-    this.#keepaliveMs = intOption('keepaliveMs', options.keepaliveMs, 1000, 0, 3_600_000);
     this.#maxInFlight = intOption('maxInFlightSends', options.maxInFlightSends, 65536, 1, 1 << 24);
     this.#maxQueued = intOption('maxQueuedSends', options.maxQueuedSends, 256, 1, 1 << 24);
     this.#recvBufferSize = intOption('recvBufferSize', options.recvBufferSize, DEFAULT_RECV_BUFFER_BYTES, 1, 2 ** 31 - 1);
     this.#sendBufferSize = options.sendBufferSize === undefined ? undefined : intOption('sendBufferSize', options.sendBufferSize, 0, 1, 2 ** 31 - 1);
-    const tickHz = config.input?.tickHz;
-    this.#tickMicros = typeof tickHz === 'number' && tickHz > 0 ? Math.min(0xffffffff, Math.round(1e6 / tickHz)) : 0;
     this.#socket = dgram.createSocket({ type, lookup: lookupLiteral });
     this.#socket.on('message', this.#onMessage);
     this.#socket.on('error', this.#onSocketError);
@@ -261,14 +159,13 @@ export class UdpServer implements Transport {
         try {
           this.#socket.setRecvBufferSize(this.#recvBufferSize);
         } catch (e) {
-          this.#counters.socketErrors++;  // the OS refused the size: it keeps its own
-          this.#report(e);
+          this.#counters.socketErrors++; // the OS refused the size: it keeps its own
+          this.#host.report(e);
         }
         if (this.#sendBufferSize !== undefined) this.#socket.setSendBufferSize(this.#sendBufferSize);
         const a = this.#socket.address();
         this.#port = a.port;
-        const period = Math.max(10, Math.floor(Math.min(this.#timeoutMs, this.#keepaliveMs || this.#timeoutMs) / 4));
-        this.#sweepTimer = setInterval(this.#sweep, period);
+        this.#sweepTimer = setInterval(this.#sweep, this.#host.sweepPeriodMs);
         this.#sweepTimer.unref();
         resolve({ address: a.address, port: a.port });
       };
@@ -285,12 +182,17 @@ export class UdpServer implements Transport {
 
   /** Connected clients. */
   get clientCount(): number {
-    return this.#byViewer.size;
+    return this.#host.byViewer.size;
   }
 
   /** Running totals (live object). */
   get counters(): Readonly<UdpServerCounters> {
     return this.#counters;
+  }
+
+  /** Malformed datagrams by the decoder's error code (live object; `ERR_SIGHTLINE_NET_WRONG_DIRECTION` for a WELCOME, REFUSE, CHALLENGE or game packet sent to the server). */
+  get malformedCodes(): Readonly<Record<string, number>> {
+    return this.#host.malformedCodes;
   }
 
   /** Sends issued whose completion has not been reported yet. */
@@ -300,24 +202,25 @@ export class UdpServer implements Transport {
 
   /** Whether a client is connected for this viewer. */
   has(viewer: EntityId): boolean {
-    return this.#byViewer.has(viewer);
+    return this.#host.byViewer.has(viewer);
   }
 
   /** The client key (`address:port`) of a viewer's client, or undefined. */
   clientKeyOf(viewer: EntityId): string | undefined {
-    return this.#byViewer.get(viewer)?.key;
+    return this.#host.byViewer.get(viewer)?.key;
   }
 
   /** Viewers with a connected client. */
   viewers(): IterableIterator<EntityId> {
-    return this.#byViewer.keys();
+    return this.#host.byViewer.keys();
   }
 
   /**
    * Sends each packet of a tick to its viewer's client. The tick's bytes are copied into one
-   * buffer (the engine reuses its own two ticks later; a queued send may outlive that). Viewers
-   * without a client are skipped (`packetsUnrouted`); packets beyond the send caps are dropped
-   * (`packetsDropped`). Returns the number of packets issued. Never throws for I/O reasons.
+   * buffer (the engine reuses its own two ticks later; a queued send may outlive that), and each
+   * copy's header bytes 8..11 get the session's input acknowledgement. Viewers without a client
+   * are skipped (`packetsUnrouted`); packets beyond the send caps are dropped (`packetsDropped`).
+   * Returns the number of packets issued. Never throws for I/O reasons.
    * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (result not a TickResult), the result's own errors
    *   (ERR_SIGHTLINE_RESULT_EXPIRED); nothing is sent then.
    */
@@ -329,13 +232,14 @@ export class UdpServer implements Transport {
       c.packetsUnrouted += n;
       return 0;
     }
+    const byViewer = this.#host.byViewer;
     const sessions = this.#routeSessions;
     const views = this.#routeBytes;
     let total = 0;
     let unrouted = 0;
     try {
       for (let i = 0; i < n; i++) {
-        const s = this.#byViewer.get(result.viewerAt(i));
+        const s = byViewer.get(result.viewerAt(i));
         if (s === undefined) {
           unrouted++;
           continue;
@@ -366,11 +270,10 @@ export class UdpServer implements Transport {
         const b = views[j];
         const len = b.length;
         arena.set(b, off);
-        this.#issue(arena.subarray(off, off + len), s);
+        const copy = arena.subarray(off, off + len);
+        this.#host.stamp(s, copy, now);
+        this.#issue(copy, s.peer);
         off += len;
-        if (len >= 4) s.lastSequence = b[2] | (b[3] << 8);
-        s.sentAt = now;
-        s.ackCredit = Math.min(ACK_CREDIT_MAX, s.ackCredit + ACK_CREDIT_PER_PACKET);
         c.packetsSent++;
         c.bytesSent += len;
         issued++;
@@ -382,21 +285,16 @@ export class UdpServer implements Transport {
   }
 
   /**
-   * Sends one game packet (copied) to a viewer's client.
-   * Returns false when not issued: no client (`packetsUnrouted`) or the send caps (`packetsDropped`).
+   * Sends one game packet (copied; the copy's header bytes 8..11 get the input acknowledgement)
+   * to a viewer's client. Returns false when not issued: no client (`packetsUnrouted`) or the send
+   * caps (`packetsDropped`).
    * @throws ERR_SIGHTLINE_INVALID_ARGUMENT when bytes is not a Uint8Array holding a packet: 16 to
    *   65,507 bytes, version byte 1 (docs/wire-format.md).
    */
   send(viewer: EntityId, bytes: Uint8Array): boolean {
-    if (!isUint8Array(bytes) || bytes.length < HEADER_BYTES || bytes.length > MAX_PAYLOAD_BYTES || bytes[0] !== PROTOCOL_VERSION) {
-      throw new SightlineError(
-        'ERR_SIGHTLINE_INVALID_ARGUMENT',
-        `bytes must be a packet: a Uint8Array of ${HEADER_BYTES} to ${MAX_PAYLOAD_BYTES} bytes starting with version ${PROTOCOL_VERSION}, received ${describe(bytes)}` +
-          (isUint8Array(bytes) ? ` (${bytes.length} bytes, version byte ${bytes[0]})` : ''),
-      );
-    }
+    checkPacketBytes(bytes);
     const c = this.#counters;
-    const s = this.#state === 'listening' ? this.#byViewer.get(viewer) : undefined;
+    const s = this.#state === 'listening' ? this.#host.byViewer.get(viewer) : undefined;
     if (s === undefined) {
       c.packetsUnrouted++;
       return false;
@@ -406,10 +304,8 @@ export class UdpServer implements Transport {
       return false;
     }
     const copy = Buffer.from(bytes);
-    this.#issue(copy, s);
-    if (copy.length >= 4) s.lastSequence = copy[2] | (copy[3] << 8);
-    s.sentAt = nowMs();
-    s.ackCredit = Math.min(ACK_CREDIT_MAX, s.ackCredit + ACK_CREDIT_PER_PACKET);
+    this.#host.stamp(s, copy, nowMs());
+    this.#issue(copy, s.peer);
     c.packetsSent++;
     c.bytesSent += copy.length;
     return true;
@@ -417,9 +313,9 @@ export class UdpServer implements Transport {
 
   /** Ends a viewer's session: sends BYE (KICKED), then `onDisconnect(viewer, 'kicked')`. False when none. */
   disconnect(viewer: EntityId): boolean {
-    const s = this.#byViewer.get(viewer);
+    const s = this.#host.byViewer.get(viewer);
     if (s === undefined) return false;
-    this.#end(s, 'kicked', ByeReason.KICKED);
+    this.#host.end(s, 'kicked', ByeReason.KICKED);
     return true;
   }
 
@@ -433,7 +329,7 @@ export class UdpServer implements Transport {
     this.#state = 'closing';
     this.#abortListen?.();
     if (this.#sweepTimer !== undefined) clearInterval(this.#sweepTimer);
-    for (const s of [...this.#byViewer.values()]) this.#end(s, 'closed', wasOpen ? ByeReason.SHUTDOWN : undefined);
+    this.#host.endAll('closed', wasOpen ? ByeReason.SHUTDOWN : undefined);
     return new Promise((resolve) => {
       try {
         this.#socket.close(() => {
@@ -453,14 +349,14 @@ export class UdpServer implements Transport {
     return this.#inFlight < this.#maxInFlight && (this.#inFlight === 0 || this.#socket.getSendQueueCount() < this.#maxQueued);
   }
 
-  #issue(bytes: Uint8Array, s: { port: number; address: string }): void {
+  #issue(bytes: Uint8Array, to: Endpoint): void {
     this.#inFlight++;
     try {
-      this.#socket.send(bytes, s.port, s.address, this.#afterSend);
+      this.#socket.send(bytes, to.port, to.address, this.#afterSend);
     } catch (e) {
       this.#inFlight--;
       this.#counters.sendErrors++;
-      this.#report(e);
+      this.#host.report(e);
     }
   }
 
@@ -469,29 +365,20 @@ export class UdpServer implements Transport {
     if (err) this.#counters.sendErrors++;
   };
 
-  #sendControl(bytes: Uint8Array, s: { port: number; address: string }): void {
+  readonly #sendControl = (bytes: Uint8Array, to: Endpoint): void => {
+    if (this.#state !== 'listening' && this.#state !== 'closing') return;
     if (!this.#canSend()) {
       this.#counters.controlDropped++;
       return;
     }
-    this.#issue(bytes, s);
+    this.#issue(bytes, to);
     this.#counters.controlSent++;
-  }
+  };
 
   readonly #onSocketError = (e: Error): void => {
     this.#counters.socketErrors++;
-    this.#report(e);
+    this.#host.report(e);
   };
-
-  #report(e: unknown): void {
-    const fn = this.#listener.onError;
-    if (fn === undefined) return;
-    try {
-      fn.call(this.#listener, e);
-    } catch {
-      // onError itself failed: nothing further to tell
-    }
-  }
 
   readonly #onMessage = (msg: Buffer, rinfo: dgram.RemoteInfo): void => {
     const c = this.#counters;
@@ -499,205 +386,28 @@ export class UdpServer implements Transport {
     c.bytesReceived += msg.length;
     if (this.#state !== 'listening') return;
     try {
-      this.#handle(msg, rinfo);
+      this.#host.handle(msg, endpointKey(rinfo.address, rinfo.port), rinfo);
     } catch (e) {
       // Only a defect lands here; the handler must not throw into the socket.
       c.listenerErrors++;
-      this.#report(e);
+      this.#host.report(e);
     }
   };
 
-  #handle(msg: Buffer, rinfo: dgram.RemoteInfo): void {
-    const c = this.#counters;
-    if (msg.length === 0 || msg.length > MAX_CONTROL_BYTES) {
-      c.malformed++;
-      return;
-    }
-    const m = tryDecodeControl(msg);
-    if (m === undefined) {
-      c.malformed++;
-      return;
-    }
-    const key = endpointKey(rinfo.address, rinfo.port);
-    const s = this.#byKey.get(key);
-    switch (m.type) {
-      case MSG_HELLO:
-        this.#hello(m, key, rinfo, s);
-        return;
-      case MSG_ACK: {
-        if (s === undefined) {
-          c.strays++;
-          return;
-        }
-        s.heardAt = nowMs();
-        // An ack ahead of the newest packet sent acknowledges nothing real.
-        const ahead = s.lastSequence < 0 ? 1 : (m.ack - s.lastSequence + 65536) % 65536;
-        if (ahead !== 0 && ahead < 32768) {
-          c.badAcks++;
-          return;
-        }
-        if (s.ackCredit <= 0) {
-          c.acksThrottled++;
-          return;
-        }
-        s.ackCredit--;
-        c.acks++;
-        const onAck = this.#listener.onAck;
-        if (onAck !== undefined) {
-          try {
-            onAck.call(this.#listener, s.viewer, m.ack, m.ackBits);
-          } catch (e) {
-            c.listenerErrors++;
-            this.#report(e);
-          }
-        }
-        const ackFn = this.#acknowledge;
-        if (ackFn !== undefined && this.#byViewer.get(s.viewer) === s) {
-          try {
-            ackFn(s.viewer, m.ack, m.ackBits);
-          } catch (e) {
-            const kind = classifyAckError(e);
-            if (kind === 'unused') c.acksUnused++;
-            else if (kind === 'bad') c.badAcks++;
-            else {
-              c.listenerErrors++;
-              this.#report(e);
-            }
-          }
-        }
-        return;
-      }
-      case MSG_BYE:
-        if (s === undefined) c.strays++;
-        else this.#end(s, 'bye', undefined);
-        return;
-      case MSG_PING:
-        if (s === undefined) c.strays++;
-        else s.heardAt = nowMs();
-        return;
-      default:
-        // WELCOME and REFUSE travel from server to client only.
-        c.malformed++;
-    }
-  }
-
-  #hello(m: HelloMessage, key: string, rinfo: dgram.RemoteInfo, existing: Session | undefined): void {
-    const c = this.#counters;
-    const peer = { address: rinfo.address, port: rinfo.port };
-    if (existing !== undefined) {
-      if (existing.nonce === m.nonce) {
-        // The WELCOME was lost: say it again.
-        existing.heardAt = nowMs();
-        this.#sendControl(existing.welcome, existing);
-        return;
-      }
-    }
-    const refuse = (code: number, detail: number, text: string): void => {
-      c.refused++;
-      this.#sendControl(encodeRefuse({ nonce: m.nonce, code, detail, text }), peer);
-    };
-    if (m.version !== PROTOCOL_VERSION) {
-      refuse(RefuseCode.VERSION, PROTOCOL_VERSION, `protocol version ${m.version} is not supported: the server speaks version ${PROTOCOL_VERSION}`);
-      return;
-    }
-    const hash = this.#config.protocolHash >>> 0;
-    if (m.protocolHash !== hash) {
-      refuse(RefuseCode.PROTOCOL_HASH, hash, `protocol hash mismatch: server 0x${hex32(hash)}, client 0x${hex32(m.protocolHash)}`);
-      return;
-    }
-    // The HELLO is acceptable: only now does it end a session from the same address (the client
-    // restarted). One refused above changes nothing.
-    if (this.#byViewer.size - (existing !== undefined ? 1 : 0) >= this.#maxClients) {
-      refuse(RefuseCode.SERVER_FULL, this.#maxClients, `server full: ${this.#maxClients} clients connected`);
-      return;
-    }
-    if (existing !== undefined) this.#end(existing, 'replaced', undefined);
-    let avatar: unknown;
-    try {
-      avatar = this.#listener.onConnect.call(this.#listener, key, { clientKey: key, nonce: m.nonce });
-    } catch (e) {
-      refuse(RefuseCode.REJECTED, 0, e instanceof Error ? e.message : String(e));
-      return;
-    }
-    if (typeof avatar !== 'number' || !Number.isInteger(avatar) || avatar < 0 || avatar > 0xffffffff) {
-      c.listenerErrors++;
-      this.#report(
-        new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `onConnect must return the avatar's entity id (a u32), returned ${describe(avatar)}`),
-      );
-      refuse(RefuseCode.REJECTED, 0, 'the server could not place the client');
-      return;
-    }
-    if (this.#byViewer.has(avatar)) {
-      c.listenerErrors++;
-      this.#report(new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `onConnect returned avatar ${avatar}, which already has a client`));
-      refuse(RefuseCode.REJECTED, 0, 'the server could not place the client');
-      return;
-    }
-    const welcome = encodeWelcome({
-      nonce: m.nonce,
-      avatar,
-      protocolHash: hash,
-      regionRaw: this.#config.regionRaw,
-      verticalRaw: this.#config.verticalRaw,
-      quantShift: this.#config.quantShift,
-      payloadBytes: Math.min(0xffff, this.#config.payloadBytes),
-      tickMicros: this.#tickMicros,
-    });
-    const now = nowMs();
-    const s: Session = {
-      key,
-      address: rinfo.address,
-      port: rinfo.port,
-      viewer: avatar,
-      nonce: m.nonce,
-      welcome,
-      heardAt: now,
-      sentAt: now,
-      lastSequence: -1,
-      ackCredit: ACK_CREDIT_START,
-    };
-    this.#byKey.set(key, s);
-    this.#byViewer.set(avatar, s);
-    c.connects++;
-    this.#sendControl(welcome, s);
-  }
-
-  /** Forgets a session, optionally says BYE, then tells the game. */
-  #end(s: Session, reason: DisconnectReason, bye: number | undefined): void {
-    if (this.#byKey.get(s.key) === s) this.#byKey.delete(s.key);
-    if (this.#byViewer.get(s.viewer) === s) this.#byViewer.delete(s.viewer);
-    const c = this.#counters;
-    c.disconnects++;
-    if (reason === 'timeout') c.timeouts++;
-    if (bye !== undefined) this.#sendControl(encodeBye(bye), s);
-    const fn = this.#listener.onDisconnect;
-    if (fn !== undefined) {
-      try {
-        fn.call(this.#listener, s.viewer, reason);
-      } catch (e) {
-        c.listenerErrors++;
-        this.#report(e);
-      }
-    }
+  /**
+   * Handles a datagram as if the socket had received it from `address:port`: what a receive path
+   * of its own (or a test forging a sender) hands the server. Counted as received. Never throws
+   * for what the bytes hold.
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (msg not a Uint8Array, address not a string, port not 0 to 65535).
+   */
+  handleDatagram(msg: Uint8Array, address: string, port: number): void {
+    if (!isUint8Array(msg)) throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `msg must be a Uint8Array, received ${describe(msg)}`);
+    if (typeof address !== 'string') throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `address must be a string, received ${describe(address)}`);
+    intOption('port', port, 0, 0, 65535);
+    this.#onMessage(Buffer.from(msg), { address, port, family: address.includes(':') ? 'IPv6' : 'IPv4', size: msg.length });
   }
 
   readonly #sweep = (): void => {
-    try {
-      const now = nowMs();
-      let ping: Uint8Array | undefined;
-      for (const s of [...this.#byViewer.values()]) {
-        if (now - s.heardAt > this.#timeoutMs) {
-          this.#end(s, 'timeout', ByeReason.TIMEOUT);
-        } else if (this.#keepaliveMs > 0 && now - s.sentAt >= this.#keepaliveMs) {
-          ping ??= encodePing();
-          this.#sendControl(ping, s);
-          s.sentAt = now;
-        }
-      }
-    } catch (e) {
-      this.#counters.listenerErrors++;
-      this.#report(e);
-    }
+    this.#host.sweep();
   };
 }
-

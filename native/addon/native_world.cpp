@@ -22,6 +22,8 @@ Napi::Function NativeWorld::Init(Napi::Env env) {
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::Odometer>>("odometer"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::AddViewer>>("addViewer"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::RemoveViewer>>("removeViewer"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::ChangeViewer>>("changeViewer"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::ViewerSettingsOf>>("viewerSettings"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::HasViewer>>("hasViewer"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::Acknowledge>>("acknowledge"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::AckStats>>("ackStats"),
@@ -96,6 +98,25 @@ NativeWorld::NativeWorld(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Nati
   pos.Set("z", Napi::Int32Array::New(env, st.capacity(), az.As<Napi::ArrayBuffer>(), 0));
   pos.Set("external", Napi::Boolean::New(env, external_));
   positions_ = Napi::Persistent(pos);
+  reportMemory(env);
+}
+
+// A World collected without close(): what was reported goes back.
+NativeWorld::~NativeWorld() { releaseMemoryReport(Env()); }
+
+void NativeWorld::reportMemory(Napi::Env env) {
+  if (!world_) return;
+  const int64_t now = int64_t(world_->memoryBytes());
+  if (now == reportedBytes_) return;
+  int64_t total = 0;
+  if (napi_adjust_external_memory(env, now - reportedBytes_, &total) == napi_ok) reportedBytes_ = now;
+}
+
+void NativeWorld::releaseMemoryReport(Napi::Env env) {
+  if (reportedBytes_ == 0) return;
+  int64_t total = 0;
+  napi_adjust_external_memory(env, -reportedBytes_, &total);
+  reportedBytes_ = 0;
 }
 
 // close(): releases the engine (entities, viewers and ghost tables, snapshot) now rather than
@@ -105,7 +126,10 @@ Napi::Value NativeWorld::Close(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!world_) return env.Undefined();
   requireIdle(env, "close()");
+  releaseMemoryReport(env);
   pending_.clear();
+  pendingViewers_.clear();
+  pendingAdds_ = 0, pendingOutputDelta_ = 0, pendingCountDelta_ = 0;
   for (Slot& slot : out_) slot = Slot{};
   positions_.Reset();
   for (auto& a : adopted_) a.Reset();

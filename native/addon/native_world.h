@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "addon_data.h"
@@ -32,6 +33,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
 
   Napi::Value Close(const Napi::CallbackInfo& info);
   NativeWorld(const Napi::CallbackInfo& info);
+  ~NativeWorld() override;
 
   // native_world_tick.cpp: tick(), its result's JavaScript objects, and what PassWorker calls back.
   void prepareSlot(Napi::Env env, unsigned which, const std::shared_ptr<OutputBlock>& out, size_t viewers);
@@ -54,19 +56,21 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   };
   // Viewer changes asked for while a pass runs take effect after it, in order.
   struct PendingOp {
-    enum Kind : uint8_t { Add, Remove } kind;
+    enum Kind : uint8_t { Add, Remove, Change } kind;
     uint32_t id;
-    ViewerOptions opts;
     std::unique_ptr<Viewer> viewer;  // Add: the viewer, built when asked for
+    ViewerChange change;             // Change: checked and prepared when asked for
   };
 
   // native_world_viewers.cpp: viewers, and the changes to them queued while a pass runs.
   void applyPending(Napi::Env env);
-  bool effectiveAcks(uint32_t id) const;
-  bool effectiveHasViewer(uint32_t id) const;
+  Viewer* effectiveViewer(uint32_t id);
+  bool addedDuringPass(uint32_t id);
   Napi::Value AddViewer(const Napi::CallbackInfo& info);
   uint64_t pendingOutputBytes() const;
   Napi::Value RemoveViewer(const Napi::CallbackInfo& info);
+  Napi::Value ChangeViewer(const Napi::CallbackInfo& info);
+  Napi::Value ViewerSettingsOf(const Napi::CallbackInfo& info);
   Napi::Value HasViewer(const Napi::CallbackInfo& info);
   Napi::Value ViewerCount(const Napi::CallbackInfo& info);
   Napi::Value ViewerIds(const Napi::CallbackInfo& info);
@@ -82,6 +86,10 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
 #endif
   }
   void requireIdle(Napi::Env env, const char* what);
+  // Tells V8 how much memory the engine holds now (napi_adjust_external_memory by the change
+  // since the last report), so that a World dropped without close() is collected in time.
+  void reportMemory(Napi::Env env);
+  void releaseMemoryReport(Napi::Env env);
 
   // native_world_entities.cpp: spawn, despawn, slots and positions.
   Napi::Value Spawn(const Napi::CallbackInfo& info);
@@ -125,6 +133,13 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   Napi::Reference<Napi::ArrayBuffer> adopted_[3];  // externalBuffers false: the buffers holding entity memory
   Slot out_[2];
   std::vector<PendingOp> pending_;
+  // While a pass runs: what the queued changes add up to. pendingViewers_: the viewer each id
+  // touched by a queued add or removal names once they apply (null: removed); the adds queued;
+  // the change in the viewers' payload bytes together and in their count.
+  std::unordered_map<uint32_t, Viewer*> pendingViewers_;
+  uint32_t pendingAdds_ = 0;
+  int64_t pendingOutputDelta_ = 0, pendingCountDelta_ = 0;
+  int64_t reportedBytes_ = 0;  // external memory reported to V8 (reportMemory)
 #if SIGHTLINE_NATIVE_UDP
   std::shared_ptr<net::DataPath> transport_;  // null: none attached
 #endif

@@ -23,16 +23,15 @@ Napi::Value NativeWorld::Acknowledge(const Napi::CallbackInfo& info) {
     guarded(env, [&] { world_->acknowledge(id, uint16_t(ack), uint32_t(bits)); return 0; });
     return Napi::Boolean::New(env, false);
   }
-  if (!effectiveHasViewer(id))
+  const Viewer* v = effectiveViewer(id);
+  if (v == nullptr)
     throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(id) + " is not a viewer");
-  if (!effectiveAcks(id))
+  if (v->ackLog == nullptr)
     throw codedError(env, "ERR_SIGHTLINE_ACKS_DISABLED",
                      "viewer " + std::to_string(id) + " was added without { acks: true }; its packets are not logged");
   // Checked now against the packets sent before this tick, as outside a tick: a viewer added
   // during it has sent none; the pass may only add newer ones, which keep the ack valid.
-  bool addedDuringTick = false;
-  for (const PendingOp& op : pending_) addedDuringTick |= op.id == id && op.kind == PendingOp::Add;
-  if (addedDuringTick)
+  if (addedDuringPass(id))
     throw codedError(env, "ERR_SIGHTLINE_INVALID_ACK",
                      "ack " + std::to_string(uint32_t(ack)) + " names a packet viewer " + std::to_string(id) +
                          " was never sent (none sent yet)");

@@ -31,12 +31,20 @@ Napi::Value NativeWorld::SnapshotInfo(const Napi::CallbackInfo& info) {
   return o;
 }
 
-// gather(xRaw, yRaw, walkCap, excludeId) on the current snapshot.
+// gather(xRaw, yRaw, walkCap, excludeId, radiusRaw) on the current snapshot (radiusRaw 0: the
+// config's view radius).
 Napi::Value NativeWorld::Gather(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   requireIdle(env, "gather()");
   double vx = numberArg(info, 0, "x"), vy = numberArg(info, 1, "y"), cap = numberArg(info, 2, "walkCap");
   double ex = numberArg(info, 3, "exclude");
+  double radius = info.Length() > 4 && info[4].IsNumber() ? info[4].As<Napi::Number>().DoubleValue() : 0;
+  const Config& c = world_->config();
+  if (!(radius >= 0 && radius <= double(c.viewRadiusRaw)) || radius != double(int64_t(radius)))
+    throw codedError(env, "ERR_SIGHTLINE_INVALID_ARGUMENT",
+                     "radius must be an integer from 1 to the config's viewRadius (" + std::to_string(c.viewRadiusRaw) +
+                         " raw), received " + num(radius));
+  const int64_t r = radius == 0 ? c.viewRadiusRaw : int64_t(radius);
   if (vx != double(int64_t(vx)) || vy != double(int64_t(vy)) || std::abs(vx) > 4e15 || std::abs(vy) > 4e15)
     throw codedError(env, "ERR_SIGHTLINE_INVALID_POSITION", "x and y must be integer raw coordinates");
   uint32_t walkCap = cap >= 4294967295.0 || std::isinf(cap) ? UINT32_MAX : uint32_t(std::max(cap, 1.0));
@@ -45,8 +53,8 @@ Napi::Value NativeWorld::Gather(const Napi::CallbackInfo& info) {
   std::vector<uint64_t> outD2(s.count() + kGatherSlack);
   std::vector<uint32_t> outIndex(s.count() + kGatherSlack);
   std::vector<uint64_t> outIdOdo(s.count() + kGatherSlack);
-  const Config& c = world_->config();
-  GatherResult g = gather(s, int64_t(vx), int64_t(vy), c.viewRadiusSq, walkCap, exclude,
+  GatherResult g = gather(s, GatherQuery{int64_t(vx), int64_t(vy), uint64_t(r) * uint64_t(r), uint32_t((r + c.cellRaw - 1) / c.cellRaw),
+                                      walkCap, exclude},
                           Candidates{outD2.data(), outIndex.data(), outIdOdo.data()});
   Napi::Uint32Array ids = Napi::Uint32Array::New(env, g.count);
   Napi::Float64Array d2 = Napi::Float64Array::New(env, g.count);

@@ -34,6 +34,7 @@ Napi::Value NativeWorld::Tick(const Napi::CallbackInfo& info) {
     throw;
   }
   world_->startTick();
+  reportMemory(env);  // the tick's buffers may have grown
   // Queueing can throw (a worker thread being terminated): neither the running flag nor the
   // in-flight count may stay taken.
   Napi::Promise p = worker->promise();

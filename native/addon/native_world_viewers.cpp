@@ -1,4 +1,5 @@
-// NativeWorld: adding and removing viewers, and the changes to them queued while a pass runs.
+// NativeWorld: adding, removing and changing viewers, and the changes to them queued while a pass
+// runs (applied in call order when it ends).
 #include "native_world.h"
 
 #include <exception>
@@ -9,84 +10,148 @@
 
 namespace sightline::addon {
 
+namespace {
+// A number argument that must be an integer in [lo, hi]: ERR_SIGHTLINE_INVALID_VIEWER_OPTION
+// naming `name` and `unit` otherwise.
+uint32_t viewerOption(Napi::Env env, double v, const char* name, double lo, double hi, const char* unit) {
+  if (!(v >= lo && v <= hi) || v != double(uint32_t(v)))
+    throw codedError(env, "ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
+                     std::string(name) + " must be an integer between " + num(lo) + " and " + num(hi) + unit +
+                         ", received " + num(v));
+  return uint32_t(v);
+}
+}  // namespace
+
+// addViewer(id, payloadBytes, sendPeriod, acks, viewRadiusRaw)
 Napi::Value NativeWorld::AddViewer(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   uint32_t id = idArg(info, 0);
   double payload = numberArg(info, 1, "payloadBytes"), period = numberArg(info, 2, "sendPeriod");
   const Config& c = world_->config();
   uint32_t minPayload = kHeaderBytes + c.eventReserveBytes + kRecordBytes;
-  if (!(payload >= minPayload && payload <= kMaxPayloadBytes) || payload != double(uint32_t(payload)))
-    throw codedError(env, "ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
-                     "payloadBytes must be an integer between " + std::to_string(minPayload) + " and " +
-                         std::to_string(kMaxPayloadBytes) + ", received " + num(payload));
-  if (!(period >= 1 && period <= 65535) || period != double(uint32_t(period)))
-    throw codedError(env, "ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
-                     "sendPeriod must be an integer between 1 and 65535 ticks, received " + num(period));
+  viewerOption(env, payload, "payloadBytes", minPayload, kMaxPayloadBytes, "");
+  viewerOption(env, period, "sendPeriod", 1, 65535, " ticks");
   bool acks = info.Length() > 3 && info[3].IsBoolean() && info[3].As<Napi::Boolean>().Value();
-  ViewerOptions opts{uint32_t(payload), uint32_t(period), acks};
+  double radius = info.Length() > 4 && info[4].IsNumber() ? info[4].As<Napi::Number>().DoubleValue() : 0;
+  if (radius != 0) viewerOption(env, radius, "viewRadius (raw)", 1, double(c.viewRadiusRaw), " raw units");
+  ViewerOptions opts{uint32_t(payload), uint32_t(period), acks, int64_t(radius)};
   if (!running_) {
     guarded(env, [&] { world_->addViewer(id, opts); return 0; });
+    reportMemory(env);
     return env.Undefined();
   }
   guarded(env, [&] { return world_->entities().checkedSlot(id); });
-  if (effectiveHasViewer(id))
+  if (effectiveViewer(id) != nullptr)
     throw codedError(env, "ERR_SIGHTLINE_VIEWER_EXISTS",
                      "entity " + std::to_string(id) + " is already a viewer (one viewer per avatar)");
   guarded(env, [&] { World::checkOutputRoom(pendingOutputBytes() + opts.payloadBytes); return 0; });
-  // Everything the add allocates is allocated now (the viewer and room in the world's lists), so
-  // that applying it when the pass ends cannot fail; out of memory here refuses the add.
+  // Everything the add allocates is allocated now (the viewer, room in the world's lists and in
+  // the queue), so that applying it when the pass ends cannot fail; out of memory here refuses it.
   guarded(env, [&] {
     std::unique_ptr<Viewer> v = world_->makeViewer(id, opts, /*avatarChecked=*/true, /*outputChecked=*/true);
-    uint32_t adds = 1;
-    for (const PendingOp& op : pending_) adds += op.kind == PendingOp::Add;
-    world_->reserveViewerAdds(adds);
-    pending_.push_back(PendingOp{PendingOp::Add, id, opts, std::move(v)});
+    world_->reserveViewerAdds(pendingAdds_ + 1);
+    pending_.reserve(pending_.size() + 1);
+    Viewer* raw = v.get();
+    pendingViewers_.try_emplace(id, nullptr).first->second = raw;  // the last step that may throw
+    pending_.push_back(PendingOp{PendingOp::Add, id, std::move(v), {}});  // within capacity
     return 0;
   });
+  ++pendingAdds_;
+  pendingOutputDelta_ += opts.payloadBytes;
+  ++pendingCountDelta_;
   return env.Undefined();
 }
 
 // The viewers' payload bytes together once the changes queued during this pass are applied.
-uint64_t NativeWorld::pendingOutputBytes() const {
-  uint64_t total = world_->outputBytes();
-  for (size_t i = 0; i < pending_.size(); ++i) {
-    const PendingOp& op = pending_[i];
-    if (op.kind == PendingOp::Add) {
-      total += op.opts.payloadBytes;
-    } else if (op.kind == PendingOp::Remove) {
-      // The viewer removed: the latest add of it queued before, else the world's (a removal is
-      // checked when asked for, so one of them exists).
-      size_t j = i;
-      while (j > 0 && !(pending_[j - 1].id == op.id && pending_[j - 1].kind == PendingOp::Add)) --j;
-      total -= j > 0 ? pending_[j - 1].opts.payloadBytes : world_->viewer(op.id).payloadBytes;
-    }
-  }
-  return total;
-}
+uint64_t NativeWorld::pendingOutputBytes() const { return uint64_t(int64_t(world_->outputBytes()) + pendingOutputDelta_); }
 
 Napi::Value NativeWorld::RemoveViewer(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   uint32_t id = idArg(info, 0);
   if (!running_) {
     guarded(env, [&] { world_->removeViewer(id); return 0; });
+    reportMemory(env);
     return env.Undefined();
   }
-  if (!effectiveHasViewer(id))
+  Viewer* v = effectiveViewer(id);
+  if (v == nullptr)
     throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(id) + " is not a viewer");
-  guarded(env, [&] { pending_.push_back(PendingOp{PendingOp::Remove, id, {}, nullptr}); return 0; });
+  const uint32_t payload = v->asked.payloadBytes;
+  guarded(env, [&] {
+    pending_.reserve(pending_.size() + 1);
+    pendingViewers_.try_emplace(id, nullptr).first->second = nullptr;  // the last step that may throw
+    pending_.push_back(PendingOp{PendingOp::Remove, id, nullptr, {}});  // within capacity
+    return 0;
+  });
+  pendingOutputDelta_ -= payload;
+  --pendingCountDelta_;
   return env.Undefined();
+}
+
+// changeViewer(id, what, sendPeriod, payloadBytes, viewRadiusRaw): the settings named in `what`
+// (ViewerChange::Field bits); during a pass checked now and applied when it ends.
+Napi::Value NativeWorld::ChangeViewer(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint32_t id = idArg(info, 0);
+  const uint32_t what = uint32_t(numberArg(info, 1, "what"));
+  const Config& c = world_->config();
+  ViewerChange change;
+  change.what = what;
+  if (what & ViewerChange::kSendPeriod)
+    change.to.sendPeriod = viewerOption(env, numberArg(info, 2, "sendPeriod"), "sendPeriod", 1, 65535, " ticks");
+  if (what & ViewerChange::kPayloadBytes)
+    change.to.payloadBytes = viewerOption(env, numberArg(info, 3, "payloadBytes"), "payloadBytes",
+                                          kHeaderBytes + c.eventReserveBytes + kRecordBytes, kMaxPayloadBytes, "");
+  if (what & ViewerChange::kViewRadius)
+    change.to.viewRadiusRaw = viewerOption(env, numberArg(info, 4, "viewRadius"), "viewRadius (raw)", 1,
+                                           double(c.viewRadiusRaw), " raw units");
+  Viewer* v = running_ ? effectiveViewer(id) : (world_->hasViewer(id) ? &world_->viewerMutable(id) : nullptr);
+  if (v == nullptr)
+    throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(id) + " is not a viewer");
+  const uint32_t payloadBefore = v->asked.payloadBytes;
+  if (!running_) {
+    guarded(env, [&] {
+      world_->prepareViewerChange(*v, change, world_->outputBytes());
+      world_->applyViewerChange(*v, change);
+      return 0;
+    });
+    reportMemory(env);
+    return env.Undefined();
+  }
+  guarded(env, [&] {
+    pending_.reserve(pending_.size() + 1);  // first: prepareViewerChange records what it checked
+    world_->prepareViewerChange(*v, change, pendingOutputBytes());
+    pending_.push_back(PendingOp{PendingOp::Change, id, nullptr, std::move(change)});
+    return 0;
+  });
+  pendingOutputDelta_ += int64_t(v->asked.payloadBytes) - int64_t(payloadBefore);
+  return env.Undefined();
+}
+
+// viewerSettings(id) -> { payloadBytes, sendPeriod, viewRadius (raw) }: as last asked for,
+// changes queued during a pass included.
+Napi::Value NativeWorld::ViewerSettingsOf(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint32_t id = idArg(info, 0);
+  const Viewer* v = running_ ? effectiveViewer(id) : (world_->hasViewer(id) ? &world_->viewer(id) : nullptr);
+  if (v == nullptr)
+    throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(id) + " is not a viewer");
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("payloadBytes", Napi::Number::New(env, v->asked.payloadBytes));
+  o.Set("sendPeriod", Napi::Number::New(env, v->asked.sendPeriod));
+  o.Set("viewRadius", Napi::Number::New(env, double(v->asked.viewRadiusRaw)));
+  o.Set("acks", Napi::Boolean::New(env, v->ackLog != nullptr));
+  return o;
 }
 
 Napi::Value NativeWorld::HasViewer(const Napi::CallbackInfo& info) {
   uint32_t id = idArg(info, 0);
-  return Napi::Boolean::New(info.Env(), effectiveHasViewer(id));
+  return Napi::Boolean::New(info.Env(), effectiveViewer(id) != nullptr);
 }
 
 // Viewers once the pending changes are applied (each pending change was validated when asked for).
 Napi::Value NativeWorld::ViewerCount(const Napi::CallbackInfo& info) {
-  double n = double(world_->viewerCount());
-  for (const PendingOp& op : pending_) n += op.kind == PendingOp::Add ? 1 : op.kind == PendingOp::Remove ? -1 : 0;
-  return Napi::Number::New(info.Env(), n);
+  return Napi::Number::New(info.Env(), double(int64_t(world_->viewerCount()) + pendingCountDelta_));
 }
 
 // viewerIds(): every viewer's avatar id, in service order.
@@ -98,34 +163,39 @@ Napi::Value NativeWorld::ViewerIds(const Napi::CallbackInfo& info) {
 }
 
 // Applies the changes queued during the pass, in order. None allocates: an add's viewer and room
-// were made when it was asked for, a removal frees. So none fails, and an add whose avatar was despawned meanwhile is applied all the same
-// (the next tick skips it).
+// were made when it was asked for, a change's larger log too, a removal frees. So none fails, and
+// an add whose avatar was despawned meanwhile is applied all the same (the next tick skips it).
 void NativeWorld::applyPending(Napi::Env env) {
   std::vector<PendingOp> ops;
   ops.swap(pending_);
+  pendingViewers_.clear();
+  pendingAdds_ = 0, pendingOutputDelta_ = 0, pendingCountDelta_ = 0;
   for (PendingOp& op : ops) {
     try {
       if (op.kind == PendingOp::Add) world_->adoptViewer(std::move(op.viewer));
-      else world_->removeViewer(op.id);
+      else if (op.kind == PendingOp::Remove) world_->removeViewer(op.id);
+      else world_->applyViewerChange(world_->viewerMutable(op.id), op.change);
     } catch (const std::exception&) {
       // Unreachable (each change was validated in full when asked for); the others still apply.
     }
   }
+  ops.clear();  // the viewers removed, and the arrays the changes replaced, are freed here
+  reportMemory(env);
 }
 
-// Whether viewer `id` (one once the pending changes are applied) acknowledges packets.
-bool NativeWorld::effectiveAcks(uint32_t id) const {
-  for (auto it = pending_.rbegin(); it != pending_.rend(); ++it)
-    if (it->id == id && it->kind == PendingOp::Add) return it->opts.acks;
-  return world_->hasViewer(id) && world_->viewer(id).ackLog != nullptr;
+// The viewer `id` names once the pending changes are applied (a viewer added during the pass is
+// its queued object), or null.
+Viewer* NativeWorld::effectiveViewer(uint32_t id) {
+  auto it = pendingViewers_.find(id);
+  if (it != pendingViewers_.end()) return it->second;
+  return world_->hasViewer(id) ? &world_->viewerMutable(id) : nullptr;
 }
 
-// Whether `id` is a viewer once the pending changes are applied.
-bool NativeWorld::effectiveHasViewer(uint32_t id) const {
-  bool has = world_->hasViewer(id);
-  for (const PendingOp& op : pending_)
-    if (op.id == id) has = op.kind == PendingOp::Add;
-  return has;
+// Whether `id` names a viewer added during the pass (it has sent no packet yet).
+bool NativeWorld::addedDuringPass(uint32_t id) {
+  auto it = pendingViewers_.find(id);
+  return it != pendingViewers_.end() && it->second != nullptr &&
+         !(world_->hasViewer(id) && &world_->viewerMutable(id) == it->second);
 }
 
 }  // namespace sightline::addon

@@ -10,6 +10,12 @@
 
 namespace sightline {
 
+// Bytes a vector holds (its capacity): for World::memoryBytes.
+template <typename T>
+uint64_t vectorBytes(const std::vector<T>& v) {
+  return uint64_t{v.capacity()} * sizeof(T);
+}
+
 // Huge-page alignment and the smallest chunk that asks for huge pages.
 constexpr size_t kHugePageBytes = size_t{2} << 20;
 

@@ -89,6 +89,12 @@ void EntityStore::despawn(uint32_t id) {
   --liveCount_;
 }
 
+uint64_t EntityStore::memoryBytes() const {
+  const uint64_t perSlot = sizeof(int32_t) * 3 /* prev_ */ + sizeof(uint32_t) * 3 /* odometer, base, free ring */ +
+                           sizeof(uint16_t) + 3 /* alive, wrapped, fresh */ + (owned_ ? sizeof(int32_t) * 3 : 0);
+  return uint64_t{capacity_} * perSlot;
+}
+
 void EntityStore::advanceOdometer() {
   int32_t* prev = prev_.data();
   for (uint32_t s = 0; s < highWater_; ++s) {

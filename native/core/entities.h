@@ -68,6 +68,8 @@ class EntityStore {
   const uint32_t* odometer() const { return odometer_.data(); }
   const uint8_t* alive() const { return alive_.data(); }
   uint32_t idOfSlot(uint32_t slot) const { return makeId(slot, generation_[slot]); }
+  // Bytes of the store's arrays (the positions too, while the store owns them).
+  uint64_t memoryBytes() const;
 
  private:
   uint32_t capacity_;

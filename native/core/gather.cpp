@@ -100,12 +100,15 @@ inline void nearestSubCellsFirst(const uint8_t* order, uint32_t lead, uint32_t S
 
 }  // namespace
 
-GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t r2, uint32_t walkCap, uint32_t exclude,
-                    Candidates out) {
+GatherResult gather(const Snapshot& snap, const GatherQuery& q, Candidates out) {
   const Config& c = snap.config();
   const Grid& g = snap.grid();
+  const int64_t vx = q.vx, vy = q.vy;
+  const uint64_t r2 = q.radiusSq;
+  const uint32_t walkCap = q.walkCap, exclude = q.exclude;
+  const uint32_t cellRadius = std::min(q.cellRadius, g.cellRadius);
   int64_t vcx = cellOf(vx, c.cellShift), vcy = cellOf(vy, c.cellShift);
-  Subscription box = subscriptionBox(vcx, vcy, c.cellRadius, c.cellsPerAxis);
+  Subscription box = subscriptionBox(vcx, vcy, cellRadius, c.cellsPerAxis);
   GatherResult r{0, 0};
   if (box.empty()) return r;
   uint32_t n = 0, examined = 0;
@@ -137,9 +140,11 @@ GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t r2, u
   const uint32_t S = g.S;
   // The viewer's sub-cell within its own cell picks the visit order of the cells around it.
   const int64_t ownQx = (vx - (vcx << c.cellShift)) >> c.subShift, ownQy = (vy - (vcy << c.cellShift)) >> c.subShift;
-  const size_t ringBase = size_t(ownQy * S + ownQx) * g.ringSize;
+  const size_t ringBlock = size_t(ownQy * S + ownQx);
+  const size_t ringBase = ringBlock * g.ringSize;
   const int8_t* ringDx = g.ringDx.data() + ringBase;
   const int8_t* ringDy = g.ringDy.data() + ringBase;
+  const size_t ringEnd = g.ringEnd[ringBlock * (g.cellRadius + 1) + cellRadius];
   // One cell or sub-cell is scanned for at most 2 x walkCap - n entities (snapshot order): a crowd
   // packed onto one spot, finer than the sub-grid, costs no more than that. Uncapped walks scan all.
   const bool capped = walkCap < (1u << 30);
@@ -148,7 +153,7 @@ GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t r2, u
     n = scanRange(snap, b, e, vx, vy, r2, exclude, out, n);
     examined += e - b;
   };
-  for (size_t k = 0; k < g.ringSize; ++k) {
+  for (size_t k = 0; k < ringEnd; ++k) {
     if (n >= walkCap) break;
     int64_t cx = vcx + ringDx[k], cy = vcy + ringDy[k];
     if (!box.contains(int32_t(std::clamp<int64_t>(cx, -1, c.cellsPerAxis)),

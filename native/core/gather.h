@@ -39,9 +39,25 @@ struct GatherResult {
   uint32_t examined;  // entities whose distance was computed
 };
 
-// `out`'s arrays must hold snapshot.count() + kGatherSlack entries. `exclude` is an entity id left out (the avatar), or
-// UINT32_MAX. Works for any viewer position, inside the region or not.
-GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t radiusSq, uint32_t walkCap,
-                    uint32_t exclude, Candidates out);
+// One viewer's walk: where it stands (raw, any position, inside the region or not), its view radius
+// (squared, raw^2) and the cell radius of its subscription box (at most the config's; the box
+// must cover the radius: cellRadius x cellRaw >= the radius), the walk cap, and an entity id left
+// out (the avatar), or UINT32_MAX.
+struct GatherQuery {
+  int64_t vx, vy;
+  uint64_t radiusSq;
+  uint32_t cellRadius;
+  uint32_t walkCap;
+  uint32_t exclude;
+};
+
+// `out`'s arrays must hold snapshot.count() + kGatherSlack entries.
+GatherResult gather(const Snapshot& snap, const GatherQuery& q, Candidates out);
+
+// A walk with the config's view radius and cell radius.
+inline GatherResult gather(const Snapshot& snap, int64_t vx, int64_t vy, uint64_t radiusSq, uint32_t walkCap,
+                           uint32_t exclude, Candidates out) {
+  return gather(snap, GatherQuery{vx, vy, radiusSq, snap.config().cellRadius, walkCap, exclude}, out);
+}
 
 }  // namespace sightline

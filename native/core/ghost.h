@@ -191,6 +191,8 @@ class GhostLookup {
     return Loaded{gt, map, tag};
   }
 
+  uint64_t memoryBytes() const { return uint64_t{map_.capacity()} * sizeof(uint32_t); }
+
  private:
   std::vector<uint32_t> map_;  // per slot: the tag of the load that wrote it << 16 | entry index + 1
   uint32_t tag_ = 0;

@@ -87,7 +87,7 @@ void World::serve(Viewer& v, Scratch& s) {
   }
 
   // Subscription box (cells within the cell radius); a change is counted.
-  Subscription box = subscriptionBox(cellOf(v.vx, c.cellShift), cellOf(v.vy, c.cellShift), c.cellRadius,
+  Subscription box = subscriptionBox(cellOf(v.vx, c.cellShift), cellOf(v.vy, c.cellShift), v.cellRadius,
                                      c.cellsPerAxis);
   if (v.hasBox && !(box == v.box)) ++st.subscriptionChanges;
   v.box = box, v.hasBox = true;
@@ -96,7 +96,7 @@ void World::serve(Viewer& v, Scratch& s) {
   const uint64_t* candD2 = s.candD2.data();
   const uint32_t* candIndex = s.candIndex.data();
   const uint64_t* candIdOdo = s.candIdOdo.data();
-  GatherResult g = gather(snap, v.vx, v.vy, c.viewRadiusSq, c.walkCap, v.avatarId,
+  GatherResult g = gather(snap, GatherQuery{v.vx, v.vy, v.viewRadiusSq, v.cellRadius, c.walkCap, v.avatarId},
                           Candidates{s.candD2.data(), s.candIndex.data(), s.candIdOdo.data()});
   st.candidates += g.count;
   st.examined += g.examined;

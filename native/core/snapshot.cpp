@@ -1,8 +1,10 @@
 #include "snapshot.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 
+#include "arena.h"
 #include "simd.h"
 #include "subscription.h"
 
@@ -58,7 +60,7 @@ void packSlots(const int32_t* x, const int32_t* y, const int32_t* z, uint32_t n,
 
 }  // namespace
 
-Grid::Grid(const Config& c) : S(c.subGridDivisions) {
+Grid::Grid(const Config& c) : cellRadius(c.cellRadius), S(c.subGridDivisions) {
   int R = static_cast<int>(c.cellRadius);
   int s = static_cast<int>(S);
   struct Off { int dx, dy; int64_t gap; };
@@ -83,6 +85,12 @@ Grid::Grid(const Config& c) : S(c.subGridDivisions) {
         return a.dx < b.dx;
       });
       for (const Off& o : offs) ringDx.push_back(int8_t(o.dx)), ringDy.push_back(int8_t(o.dy));
+      for (int r = 0; r <= R; ++r) {
+        size_t end = 0;
+        for (size_t k = 0; k < offs.size(); ++k)
+          if (std::max(std::abs(offs[k].dx), std::abs(offs[k].dy)) <= r) end = k + 1;
+        ringEnd.push_back(uint16_t(end));
+      }
     }
 
   for (int level = 0; level < 2; ++level) {
@@ -108,6 +116,13 @@ Grid::Grid(const Config& c) : S(c.subGridDivisions) {
         g.lead[sy * Sl + sx] = uint8_t(std::count_if(order.begin(), order.end(), [&](uint32_t k) { return d(k) <= 2; }));
       }
   }
+}
+
+uint64_t Snapshot::memoryBytes() const {
+  return vectorBytes(cellStart) + vectorBytes(denseIndex) + vectorBytes(dense) + vectorBytes(subStart) + vectorBytes(ents) + vectorBytes(packed) +
+         vectorBytes(slotCell_) + vectorBytes(cursor_) + vectorBytes(tmpEnts_) + vectorBytes(tmpPacked_) + vectorBytes(slotPacked_) +
+         vectorBytes(grid_.ringDx) + vectorBytes(grid_.ringDy) + vectorBytes(grid_.ringEnd) + vectorBytes(grid_.sub[0].order) +
+         vectorBytes(grid_.sub[1].order);
 }
 
 Snapshot::Snapshot(const Config& c)

@@ -33,6 +33,10 @@ struct Grid {
   // visits the diagonal neighbour right after the cells beside it.
   uint32_t ringSize;
   std::vector<int8_t> ringDx, ringDy;  // S*S blocks of ringSize
+  // ringEnd[q * (R + 1) + r]: how much of block q a walk with cell radius r <= R reads (one past
+  // the last offset with max(|dx|, |dy|) <= r); the offsets beyond r before it are skipped.
+  std::vector<uint16_t> ringEnd;
+  uint32_t cellRadius;  // R
   // The sub-cell visit orders of a dense cell divided S x S (sub-cells of 2^shift raw units).
   struct SubGrid {
     uint32_t S = 0;
@@ -70,6 +74,8 @@ class Snapshot {
   uint32_t outsideRegion() const { return outsideRegion_; }
   uint32_t denseCells() const { return denseCells_; }
   uint32_t maxCellOccupancy() const { return maxCellOccupancy_; }
+  // Bytes of its arrays.
+  uint64_t memoryBytes() const;
 
   const Config& config() const { return *config_; }
   const Grid& grid() const { return grid_; }

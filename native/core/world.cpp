@@ -38,19 +38,108 @@ void World::addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked)
   adoptViewer(std::move(v));
 }
 
-std::unique_ptr<Viewer> World::makeViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked, bool outputChecked) {
-  if (!avatarChecked) store_.checkedSlot(avatarId);
-  uint32_t payload = opts.payloadBytes == 0 ? config_.payloadBytes : opts.payloadBytes;
+void World::checkPayloadBytes(uint32_t payload) const {
   if (payload < kHeaderBytes + config_.eventReserveBytes + kRecordBytes || payload > kMaxPayloadBytes)
     throw CoreError("ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
                     "payloadBytes must be between " + std::to_string(kHeaderBytes + config_.eventReserveBytes + kRecordBytes) +
                         " and " + std::to_string(kMaxPayloadBytes) + ", received " + std::to_string(payload));
-  if (opts.sendPeriod < 1 || opts.sendPeriod > 65535)
+}
+
+void World::checkSendPeriod(uint32_t period) {
+  if (period < 1 || period > 65535)
     throw CoreError("ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
-                    "sendPeriod must be between 1 and 65535 ticks, received " + std::to_string(opts.sendPeriod));
+                    "sendPeriod must be between 1 and 65535 ticks, received " + std::to_string(period));
+}
+
+void World::checkViewRadius(int64_t raw) const {
+  if (raw < 1 || raw > config_.viewRadiusRaw)
+    throw CoreError("ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
+                    "viewRadius must be from 1 raw unit (1/1024 m) to the config's viewRadius (" +
+                        std::to_string(config_.viewRadiusRaw) + " raw), received " + std::to_string(raw) + " raw");
+}
+
+namespace {
+// A viewer's radius and the cell radius of the box that covers it (as config.cpp derives the
+// config's: ceil(radius / cellRaw)).
+void setViewRadius(Viewer& v, int64_t raw, const Config& c) {
+  v.viewRadiusRaw = raw;
+  v.viewRadiusSq = uint64_t(raw) * uint64_t(raw);
+  v.cellRadius = uint32_t((raw + c.cellRaw - 1) / c.cellRaw);
+}
+}  // namespace
+
+std::unique_ptr<Viewer> World::makeViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked, bool outputChecked) {
+  if (!avatarChecked) store_.checkedSlot(avatarId);
+  uint32_t payload = opts.payloadBytes == 0 ? config_.payloadBytes : opts.payloadBytes;
+  checkPayloadBytes(payload);
+  checkSendPeriod(opts.sendPeriod);
+  const int64_t radius = opts.viewRadiusRaw == 0 ? config_.viewRadiusRaw : opts.viewRadiusRaw;
+  checkViewRadius(radius);
   if (!outputChecked) checkOutputRoom(outputBytes_ + payload);
-  return std::make_unique<Viewer>(avatarId, payload, opts.sendPeriod, 0, config_.ghostTableCapacity, recordGhostPositions_,
-                                  opts.acks, config_.eventReserveBytes, &ghostArena_);
+  auto v = std::make_unique<Viewer>(avatarId, payload, opts.sendPeriod, 0, config_.ghostTableCapacity, recordGhostPositions_,
+                                    opts.acks, config_.eventReserveBytes, &ghostArena_);
+  setViewRadius(*v, radius, config_);
+  v->asked = ViewerSettings{payload, opts.sendPeriod, radius};
+  v->askedLogUpdates = v->ackLog ? v->ackLog->maxUpdates : 0;
+  return v;
+}
+
+void World::changeViewer(uint32_t avatarId, ViewerChange c) {
+  Viewer& v = viewerMutable(avatarId);
+  prepareViewerChange(v, c, outputBytes_);
+  applyViewerChange(v, c);
+}
+
+void World::prepareViewerChange(Viewer& v, ViewerChange& c, uint64_t outputTotal) const {
+  ViewerSettings to = v.asked;
+  if (c.what & ViewerChange::kSendPeriod) checkSendPeriod(c.to.sendPeriod), to.sendPeriod = c.to.sendPeriod;
+  if (c.what & ViewerChange::kViewRadius) checkViewRadius(c.to.viewRadiusRaw), to.viewRadiusRaw = c.to.viewRadiusRaw;
+  uint32_t logUpdates = v.askedLogUpdates;
+  if (c.what & ViewerChange::kPayloadBytes) {
+    checkPayloadBytes(c.to.payloadBytes);
+    checkOutputRoom(outputTotal - v.asked.payloadBytes + c.to.payloadBytes);
+    to.payloadBytes = c.to.payloadBytes;
+    // The log keeps room for the largest packets asked for so far (it never shrinks: packets
+    // logged before a smaller payload still hold their records).
+    if (v.ackLog && c.to.payloadBytes / kRecordBytes > logUpdates) {
+      c.logUpdates = c.to.payloadBytes / kRecordBytes, c.logDespawns = c.to.payloadBytes / kDespawnRecordBytes;
+      c.logIds.resize(size_t{AckLog::kPackets} * c.logUpdates);
+      c.logMarks.resize(size_t{AckLog::kPackets} * c.logUpdates);
+      c.logDespawnIds.resize(size_t{AckLog::kPackets} * c.logDespawns);
+      logUpdates = c.logUpdates;
+    }
+  }
+  c.to = to;
+  v.asked = to;
+  v.askedLogUpdates = logUpdates;
+}
+
+void World::applyViewerChange(Viewer& v, ViewerChange& c) noexcept {
+  if (c.what & ViewerChange::kSendPeriod) {
+    v.sendPeriod = c.to.sendPeriod;
+    v.phase = v.phaseSeed % v.sendPeriod;
+  }
+  if (c.what & ViewerChange::kViewRadius) {
+    setViewRadius(v, c.to.viewRadiusRaw, config_);
+    v.eligibleHint = 0;  // the threshold distance of the old radius says nothing of the new one
+  }
+  if (c.what & ViewerChange::kPayloadBytes) {
+    outputBytes_ = outputBytes_ - v.payloadBytes + c.to.payloadBytes;
+    v.payloadBytes = c.to.payloadBytes;
+    if (v.ackLog && c.logUpdates > v.ackLog->maxUpdates) {
+      // Every logged packet moves to the larger arrays (the old ones go with the change).
+      AckLog& log = *v.ackLog;
+      for (uint32_t slot = 0; slot < AckLog::kPackets; ++slot) {
+        const AckLog::Packet& p = log.packets[slot];
+        std::copy_n(log.updateIds.data() + size_t{slot} * log.maxUpdates, p.updates, c.logIds.data() + size_t{slot} * c.logUpdates);
+        std::copy_n(log.updateMarks.data() + size_t{slot} * log.maxUpdates, p.updates, c.logMarks.data() + size_t{slot} * c.logUpdates);
+        std::copy_n(log.despawnIds.data() + size_t{slot} * log.maxDespawns, p.despawns,
+                    c.logDespawnIds.data() + size_t{slot} * c.logDespawns);
+      }
+      log.updateIds.swap(c.logIds), log.updateMarks.swap(c.logMarks), log.despawnIds.swap(c.logDespawnIds);
+      log.maxUpdates = c.logUpdates, log.maxDespawns = c.logDespawns;
+    }
+  }
 }
 
 void World::reserveViewerAdds(uint32_t k) {
@@ -70,7 +159,8 @@ void World::adoptViewer(std::unique_ptr<Viewer> v) noexcept {
   node.key() = v->avatarId;
   node.mapped() = v.get();
   viewerIndex_.insert(std::move(node));
-  v->phase = phaseCounter_++ % v->sendPeriod;
+  v->phaseSeed = phaseCounter_++;
+  v->phase = v->phaseSeed % v->sendPeriod;
   // Sequences start at the tick number (mod 2^16): a viewer sends at most one packet a tick, so a
   // viewer removed and added again never repeats a sequence of its earlier session (within 65,536
   // ticks), and an acknowledgement from that session still in flight is refused as never sent.
@@ -84,6 +174,28 @@ void World::adoptViewer(std::unique_ptr<Viewer> v) noexcept {
     std::vector<std::unique_ptr<Viewer>>().swap(grownViewers_);
   }
   viewers_.push_back(std::move(v));
+}
+
+uint64_t World::memoryBytes() const {
+  uint64_t n = sizeof(World) + store_.memoryBytes() + snapshot_.memoryBytes() + ghostArena_.reserved();
+  for (const auto& o : output_) n += o ? o->size : 0;
+  n += vectorBytes(packetIndex_) + vectorBytes(viewers_) + vectorBytes(grownViewers_);
+  n += uint64_t{viewerIndex_.size() + spareIndexNodes_.size()} * (sizeof(uint32_t) + sizeof(Viewer*) + 2 * sizeof(void*));
+  for (const auto& vp : viewers_) {
+    const Viewer& v = *vp;
+    n += sizeof(Viewer);
+    if (v.ackLog) n += sizeof(AckLog) + vectorBytes(v.ackLog->updateIds) + vectorBytes(v.ackLog->updateMarks) + vectorBytes(v.ackLog->despawnIds) +
+                       vectorBytes(v.ackLog->resend.ids) + vectorBytes(v.ackLog->unconfirmedDespawns.ids);
+    if (v.events) n += sizeof(EventQueue) + uint64_t{kMaxQueuedEvents} * v.events->maxEventBytes();
+  }
+  for (const auto& sp : scratch_) {
+    const Scratch& s = *sp;
+    n += sizeof(Scratch) + vectorBytes(s.candD2) + vectorBytes(s.candIndex) + vectorBytes(s.candIdOdo) + vectorBytes(s.eligible) +
+         vectorBytes(s.buckets) + vectorBytes(s.indices) + vectorBytes(s.scored) + vectorBytes(s.scores) + vectorBytes(s.chosen) +
+         vectorBytes(s.lists) + vectorBytes(s.keys) + vectorBytes(s.kept) + vectorBytes(s.removals) + vectorBytes(s.evicted) +
+         vectorBytes(s.stale) + vectorBytes(s.words) + s.lookup.memoryBytes();
+  }
+  return n;
 }
 
 void World::checkOutputRoom(uint64_t total) {

@@ -34,6 +34,14 @@ struct ViewerOptions {
   uint32_t payloadBytes;  // 0 = config.payloadBytes
   uint32_t sendPeriod = 1;
   bool acks = false;      // the client acknowledges packets (World::acknowledge)
+  int64_t viewRadiusRaw = 0;  // 0 = config.viewRadiusRaw; else 1 to config.viewRadiusRaw
+};
+
+// A viewer's settings that may change while it is served (World::changeViewer).
+struct ViewerSettings {
+  uint32_t payloadBytes = 0;
+  uint32_t sendPeriod = 1;
+  int64_t viewRadiusRaw = 0;
 };
 
 // Packets in flight to a viewer whose client acknowledges: for each, the updates (id, mark) and
@@ -128,6 +136,20 @@ struct AckLog {
   bool acknowledging = false;  // some acknowledgement was applied
 };
 
+// A change of some of a viewer's settings: the fields named in `what` (ViewerChange::Field).
+// prepareViewerChange checks it and makes what applying it needs; applyViewerChange applies it.
+struct ViewerChange {
+  enum Field : uint32_t { kSendPeriod = 1, kPayloadBytes = 2, kViewRadius = 4 };
+  uint32_t what = 0;
+  ViewerSettings to;
+  // kPayloadBytes on a viewer with acknowledgements whose log has no room for packets this large:
+  // the larger log's arrays (AckLog::updateIds, updateMarks, despawnIds, for logUpdates updates
+  // and logDespawns despawns a packet), made by prepareViewerChange; applying the change moves the
+  // logged packets into them.
+  uint32_t logUpdates = 0, logDespawns = 0;
+  std::vector<uint32_t> logIds, logMarks, logDespawnIds;
+};
+
 struct Viewer {
   Viewer(uint32_t avatar, uint32_t payload, uint32_t period, uint32_t phase, uint32_t ghostCapacity,
          bool trackPositions, bool acks, uint32_t eventReserveBytes, BlockArena* ghostArena)
@@ -144,6 +166,17 @@ struct Viewer {
   uint32_t payloadBytes;
   uint32_t sendPeriod;
   uint32_t phase;
+  uint32_t phaseSeed = 0;  // the viewer's place in the spread of phases: phase = phaseSeed % sendPeriod
+  // The view radius (raw, 1 to config.viewRadiusRaw), its square, and the cell radius of the
+  // subscription box that covers it (ceil(radius / cellRaw), at most config.cellRadius).
+  int64_t viewRadiusRaw = 0;
+  uint64_t viewRadiusSq = 0;
+  uint32_t cellRadius = 0;
+  // The settings as the caller last asked for them, changes queued during a pass included (what
+  // the next change is checked against). The caller's thread alone reads and writes it; the pass
+  // never does.
+  ViewerSettings asked;
+  uint32_t askedLogUpdates = 0;  // the packet room of the acknowledgement log once queued changes apply
   uint32_t passes = 0;  // passes served
   // The squared distance of the ghostCap-th nearest candidate on the last pass that had more (0:
   // none yet): where the next pass looks for its threshold first (see keepSmallestNear).
@@ -226,8 +259,28 @@ class World {
   void adoptViewer(std::unique_ptr<Viewer> v) noexcept;
   // Throws ERR_SIGHTLINE_UNKNOWN_VIEWER.
   void removeViewer(uint32_t avatarId);
+  // Changes a viewer's settings (not during a pass): prepareViewerChange then applyViewerChange.
+  // Takes effect at the viewer's next pass; its sequence numbers, ghost table and acknowledgement
+  // log carry on. Throws like prepareViewerChange, and ERR_SIGHTLINE_UNKNOWN_VIEWER.
+  void changeViewer(uint32_t avatarId, ViewerChange c);
+  // Checks change `c` against viewer v's settings as asked (Viewer::asked) and makes what applying
+  // it needs (a larger acknowledgement log); records it in v.asked. outputTotal: the viewers'
+  // payloadBytes together as asked (outputBytes() plus the changes queued since). Safe while a
+  // pass runs: it writes only v.asked, which the pass does not read. Throws
+  // ERR_SIGHTLINE_INVALID_VIEWER_OPTION, ERR_SIGHTLINE_OUTPUT_FULL; a throw changes nothing.
+  void prepareViewerChange(Viewer& v, ViewerChange& c, uint64_t outputTotal) const;
+  // Applies a prepared change (not during a pass); neither allocates nor throws.
+  void applyViewerChange(Viewer& v, ViewerChange& c) noexcept;
+  // The checks of viewer options shared by makeViewer and prepareViewerChange.
+  void checkPayloadBytes(uint32_t payload) const;
+  static void checkSendPeriod(uint32_t period);
+  void checkViewRadius(int64_t raw) const;
   // The viewers' payload bytes together: one output buffer's size.
   uint64_t outputBytes() const { return outputBytes_; }
+  // The memory this world holds, bytes: entities, snapshot, viewers (ghost tables, logs, event
+  // queues), output buffers, the pass threads' scratch. The sizes of its big allocations added
+  // up (what a garbage collector is told about: the addon reports it to V8), not a measurement.
+  uint64_t memoryBytes() const;
   // An output buffer holds every viewer's payloadBytes, and packets are located in it by 32-bit
   // offsets (and a JavaScript buffer over it may hold at most 4 GiB): the viewers' payload bytes
   // together stay within kMaxOutputBytes. Throws ERR_SIGHTLINE_OUTPUT_FULL unless `total` does.

@@ -180,6 +180,17 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
       uint32_t id = live[rng() % live.size()];
       if (!w.hasViewer(id)) w.addViewer(id, ViewerOptions{0, 1, rng() % 2 == 0}), viewers.push_back(id);
     }
+    // Settings change while viewers are served: send period, packet size (an acks viewer's log
+    // grows), view radius.
+    for (uint32_t v : viewers) {
+      if (rng() % 12 != 0) continue;
+      ViewerChange ch;
+      ch.what = 1u + rng() % 7;
+      ch.to.sendPeriod = 1 + rng() % 3;
+      ch.to.payloadBytes = uint32_t(16 + 40 + 12 * (1 + rng() % 60) + 4 * (rng() % 8));
+      ch.to.viewRadiusRaw = 1 + int64_t(rng() % uint64_t(c.viewRadiusRaw));
+      w.changeViewer(v, std::move(ch));
+    }
     for (uint32_t v : viewers) {
       if (rng() % 4 != 0) continue;
       uint8_t ev[35];
@@ -579,21 +590,33 @@ void gatherKernelsAgree() {
       if (q % 5 == 0) vx = 5000, vy = 7000;
       uint32_t walkCap = q % 3 == 0 ? UINT32_MAX : 1 + rng() % 300;
       uint32_t exclude = q % 2 ? ids[rng() % ids.size()] : UINT32_MAX;
+      // A viewer's own radius (a smaller box) on most queries.
+      const int64_t radius = q % 4 == 0 ? c.viewRadiusRaw : 1 + int64_t(rng() % uint64_t(c.viewRadiusRaw));
+      const GatherQuery query{vx, vy, uint64_t(radius) * uint64_t(radius), uint32_t((radius + c.cellRaw - 1) / c.cellRaw), walkCap, exclude};
       setSimd(false);
-      GatherResult a = gather(snap, vx, vy, c.viewRadiusSq, walkCap, exclude, Candidates{d2a.data(), ia.data(), ioa.data()});
+      GatherResult a = gather(snap, query, Candidates{d2a.data(), ia.data(), ioa.data()});
       setSimd(true);
-      GatherResult b = gather(snap, vx, vy, c.viewRadiusSq, walkCap, exclude, Candidates{d2b.data(), ib.data(), iob.data()});
+      GatherResult b = gather(snap, query, Candidates{d2b.data(), ib.data(), iob.data()});
       bool same = a.count == b.count && a.examined == b.examined;
       for (uint32_t k = 0; same && k < a.count; ++k) {
         const SnapEntity& e = snap.ents[ia[k]];
         int64_t dx = e.x - vx, dy = e.y - vy;
         same = d2a[k] == d2b[k] && ia[k] == ib[k] && ioa[k] == iob[k] && candIdOf(ioa[k]) == e.id &&
                candOdoOf(ioa[k]) == e.odo && d2a[k] == uint64_t(dx * dx) + uint64_t(dy * dy) &&
-               d2a[k] <= c.viewRadiusSq && e.id != exclude;
+               d2a[k] <= query.radiusSq && e.id != exclude;
       }
       if (!same) {
         CHECK(false, "gather kernels differ: world %u, query %u (%u/%u candidates)", world, q, a.count, b.count);
         return;
+      }
+      if (walkCap == UINT32_MAX) {  // uncapped: every entity within the radius, by brute force
+        uint32_t want = 0;
+        for (uint32_t k = 0; k < snap.count(); ++k) {
+          const SnapEntity& e = snap.ents[k];
+          const int64_t dx = e.x - vx, dy = e.y - vy;
+          want += uint64_t(dx * dx) + uint64_t(dy * dy) <= query.radiusSq && e.id != exclude;
+        }
+        CHECK(a.count == want, "world %u, query %u: %u candidates, brute force finds %u", world, q, a.count, want);
       }
       compared += a.count;
     }
@@ -960,11 +983,62 @@ void addsPreparedDuringAPass() {
   std::printf("adds during a pass: 120 viewers built while 3 passes ran, adopted after each without allocating; all 1,144 served\n");
 }
 
+// Viewer changes prepared while a pass runs (another thread serving the same viewers: the
+// change writes only what the pass does not read) and applied after it without allocating.
+void changesPreparedDuringAPass() {
+  ConfigInput in;
+  Config c = buildConfig(in);
+  World w(c, 4096);
+  for (int i = 0; i < 1200; ++i) w.entities().spawn(int32_t(1000 * 1024 + (i % 40) * 2048), int32_t(1000 * 1024 + (i / 40) * 2048), 0);
+  for (uint32_t s = 0; s < 1024; ++s) w.addViewer(w.entities().idOfSlot(s), ViewerOptions{0, 1, s % 2 == 0});
+  ThreadPool pool(2);
+  std::mt19937 rng(5);
+  for (uint32_t round = 0; round < 4; ++round) {
+    w.prepareTick(pool.size());
+    std::vector<std::pair<uint32_t, ViewerChange>> changes;
+    std::thread pass([&] { w.runPass(pool); });
+    uint64_t total = w.outputBytes();
+    for (uint32_t k = 0; k < 300; ++k) {
+      const uint32_t id = w.entities().idOfSlot(rng() % 1024);
+      Viewer& v = w.viewerMutable(id);
+      ViewerChange ch;
+      ch.what = 1u + rng() % 7;
+      ch.to.sendPeriod = 1 + rng() % 4;
+      ch.to.payloadBytes = 100 + rng() % 3000;
+      ch.to.viewRadiusRaw = 1 + int64_t(rng() % uint64_t(c.viewRadiusRaw));
+      const uint32_t before = v.asked.payloadBytes;
+      w.prepareViewerChange(v, ch, total);
+      total = total - before + v.asked.payloadBytes;
+      changes.emplace_back(id, std::move(ch));
+    }
+    pass.join();
+    const uint64_t before = allocations.load();
+    for (auto& [id, ch] : changes) w.applyViewerChange(w.viewerMutable(id), ch);
+    CHECK(allocations.load() == before, "round %u: applying the changes prepared during the pass allocated", round);
+    CHECK(w.outputBytes() == total, "round %u: output bytes %llu, the changes add up to %llu", round,
+          (unsigned long long)w.outputBytes(), (unsigned long long)total);
+    for (size_t i = 0; i < w.viewerCount(); ++i) {
+      const Viewer& v = w.viewerAt(i);
+      CHECK(v.payloadBytes == v.asked.payloadBytes && v.sendPeriod == v.asked.sendPeriod &&
+                v.viewRadiusRaw == v.asked.viewRadiusRaw,
+            "round %u: viewer %u's settings are not the ones asked for", round, v.avatarId);
+    }
+  }
+  w.prepareTick(pool.size());
+  w.runPass(pool);
+  for (size_t i = 0; i < w.viewerCount(); ++i) {
+    const Viewer& v = w.viewerAt(i);
+    CHECK(v.outLength <= v.payloadBytes, "a packet of %u bytes for a payload of %u", v.outLength, v.payloadBytes);
+  }
+  std::printf("changes during a pass: 1,200 prepared while 4 passes ran, applied after each without allocating\n");
+}
+
 // native/test/net_checks.cpp: the native UDP data path. Returns its failures, adds its checks.
 int netChecks(int& checksRun);
 
 int main() {
   threadPoolRunsEachIndexOnce();
+  changesPreparedDuringAPass();
   threadPoolKeepsWorkersOffCallerCpu();
   failedPrepareChangesNothing();
   failedAddViewerChangesNothing();

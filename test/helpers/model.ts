@@ -2,6 +2,7 @@
 // twins of the engine's spatial structures.
 import { decodePacketRaw, createRawPacket, type RawPacket } from '../../lib/decode.js';
 import type { WorldConfig } from '../../lib/config.js';
+import { SightlineError } from '../../lib/errors.js';
 import { mulberry32 } from '../../lib/random.js';
 import type { World, TickResult } from '../../lib/world.js';
 
@@ -10,6 +11,17 @@ export const rng = mulberry32;
 
 export function randInt(r: () => number, lo: number, hiExclusive: number): number {
   return lo + Math.floor(r() * (hiExclusive - lo));
+}
+
+/** The code of the SightlineError fn throws (a throw of anything else fails), or undefined if it returns. */
+export function errorCode(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (e) {
+    if (!(e instanceof SightlineError)) throw e;
+    return e.code;
+  }
+  return undefined;
 }
 
 /** Runs fn(seed) and rethrows any failure with the seed in the message. */
