@@ -181,7 +181,7 @@ describe.skipIf(!linux)('native UDP data path', () => {
     expect(c.badTokens - c0.badTokens).toBe(1);
     expect(c.strays - c0.strays).toBe(1);
     expect(c.badAcks - c0.badAcks).toBe(1);
-    expect(c.oversized - c0.oversized).toBe(1);
+    expect(c.longUnknownType - c0.longUnknownType).toBe(1);
     expect(c.acks - c0.acks).toBe(0);
     expect(world.ackStats(ids[0])).toEqual({ acked: 0, lost: 0, assumed: 0, probablyLost: 0, expired: 0, despawnsNotResent: 0 });
   });

@@ -1,13 +1,15 @@
 // UdpClientSwarm: thousands of light UDP clients in one process, for load tests on one machine
-// (Linux, IPv4 loopback; the native ClientSwarm, native/net/swarm.h). The handshake runs here with
-// the control messages of protocol.ts; game packets, sequence tracking and ACKs run on the swarm's
-// native threads, with no JavaScript call per packet. Sample clients also keep a ClientWorld of
-// what they believe.
+// (Linux, IPv4 loopback; the native ClientSwarm, native/net/swarm.h). The handshake (HELLO, the
+// CHALLENGE's cookie, WELCOME and its token) runs here with the control messages of protocol.ts;
+// game packets, sequence tracking and ACKs run on the swarm's native threads, with no JavaScript
+// call per packet. Sample clients also keep a ClientWorld of what they believe. The clients send
+// no input.
 import { native, type NativeSwarm } from '../binding.js';
 import { SightlineError, describe } from '../errors.js';
 import { ClientWorld } from './client-world.js';
 import {
   MSG_BYE,
+  MSG_CHALLENGE,
   MSG_REFUSE,
   MSG_WELCOME,
   encodeBye,
@@ -18,7 +20,7 @@ import {
   tryDecodeControl,
   type WelcomeMessage,
 } from './protocol.js';
-import { checkListenerOptions, intOption } from './udp-common.js';
+import { checkListenerOptions, intOption } from './options.js';
 
 /** Per-client counts of a {@link UdpClientSwarm} (also summed by {@link UdpClientSwarm.totals}). */
 export interface SwarmClientCounters {
@@ -86,6 +88,8 @@ const OPTIONS = [
 interface Pending {
   nonce: number;
   protocolHash: number;
+  /** The HELLO repeated until answered (with the CHALLENGE's cookie once one came). */
+  hello: Uint8Array;
   resolve(avatar: number): void;
   reject(e: Error): void;
 }
@@ -119,6 +123,7 @@ export class UdpClientSwarm {
   readonly #swarm: NativeSwarm;
   readonly #size: number;
   readonly #avatars: Int32Array;
+  readonly #tokens: (Uint8Array | undefined)[];
   readonly #worlds = new Map<number, ClientWorld>();
   readonly #pending = new Map<number, Pending>();
   readonly #counters: Float64Array;
@@ -151,6 +156,7 @@ export class UdpClientSwarm {
       onBatch: () => this.#drain(),
     });
     this.#avatars = new Int32Array(this.#size).fill(-1);
+    this.#tokens = new Array<Uint8Array | undefined>(this.#size);
     this.#counters = new Float64Array(this.#size * COUNTER_FIELDS.length);
     this.#lastAcks = new Float64Array(this.#size);
     this.#swarm.start();
@@ -241,8 +247,10 @@ export class UdpClientSwarm {
     if (this.#closed) return;
     this.#closed = true;
     if (this.#keepalive !== undefined) clearInterval(this.#keepalive);
-    const bye = encodeBye();
-    for (let i = 0; i < this.#size; i++) if (this.#avatars[i] >= 0) this.#swarm.send(i, bye);
+    for (let i = 0; i < this.#size; i++) {
+      const token = this.#tokens[i];
+      if (this.#avatars[i] >= 0 && token !== undefined) this.#swarm.send(i, encodeBye(token));
+    }
     for (const p of this.#pending.values()) p.reject(new SightlineError('ERR_SIGHTLINE_NET_CLOSED', 'the swarm was closed while connecting'));
     this.#pending.clear();
     this.#swarm.close();
@@ -250,10 +258,12 @@ export class UdpClientSwarm {
 
   #connectOne(i: number, protocolHash: number): Promise<number> {
     const nonce = (this.#nonce = (this.#nonce + 0x9e3779b1) >>> 0);
-    const hello = encodeHello({ protocolHash, nonce });
     const helloMs = this.#options.helloIntervalMs ?? 250;
     return new Promise<number>((resolve, reject) => {
-      const timer = setInterval(() => this.#swarm.send(i, hello), helloMs);
+      const timer = setInterval(() => {
+        const p = this.#pending.get(i);
+        if (p !== undefined) this.#swarm.send(i, p.hello);
+      }, helloMs);
       const deadline = setTimeout(() => settle(new SightlineError('ERR_SIGHTLINE_NET_CONNECT_TIMEOUT', `client ${i}: no answer within ${this.#options.connectTimeoutMs ?? 5000} ms`)), this.#options.connectTimeoutMs ?? 5000);
       const settle = (r: number | Error): void => {
         clearInterval(timer);
@@ -262,7 +272,8 @@ export class UdpClientSwarm {
         if (typeof r === 'number') resolve(r);
         else reject(r);
       };
-      this.#pending.set(i, { nonce, protocolHash, resolve: settle, reject: settle });
+      const hello = encodeHello({ protocolHash, nonce });
+      this.#pending.set(i, { nonce, protocolHash, hello, resolve: settle, reject: settle });
       this.#swarm.send(i, hello);
     });
   }
@@ -279,21 +290,22 @@ export class UdpClientSwarm {
       this.#worlds.set(i, new ClientWorld(layoutOf(m), { payloadBytes: Math.max(16, m.payloadBytes), onEvent: onEvent && ((seq, bytes) => onEvent(i, seq, bytes)) }));
     }
     this.#avatars[i] = m.avatar;
-    this.#swarm.setConnected(i, true, sample);
+    this.#tokens[i] = m.token;
+    this.#swarm.setConnected(i, true, sample, m.token);
     p.resolve(m.avatar);
   }
 
   #startKeepalive(): void {
     const every = this.#options.keepaliveMs ?? 1000;
     if (every === 0 || this.#keepalive !== undefined || this.#closed) return;
-    const ping = encodePing();
     const k = COUNTER_FIELDS.length;
     const acksAt = COUNTER_FIELDS.indexOf('acksSent');
     this.#keepalive = setInterval(() => {
       this.#swarm.counters(this.#counters);
       for (let i = 0; i < this.#size; i++) {
         const acks = this.#counters[i * k + acksAt];
-        if (this.#avatars[i] >= 0 && acks === this.#lastAcks[i]) this.#swarm.send(i, ping);
+        const token = this.#tokens[i];
+        if (this.#avatars[i] >= 0 && token !== undefined && acks === this.#lastAcks[i]) this.#swarm.send(i, encodePing(token));
         this.#lastAcks[i] = acks;
       }
     }, every);
@@ -327,9 +339,13 @@ export class UdpClientSwarm {
     const m = tryDecodeControl(bytes);
     if (m === undefined) return;
     const p = this.#pending.get(i);
-    if (m.type === MSG_WELCOME && p !== undefined) this.#welcome(i, m, p);
+    if (m.type === MSG_CHALLENGE && p !== undefined && m.nonce === p.nonce) {
+      // The server keeps nothing until the cookie comes back: the HELLO carries it from now on.
+      p.hello = encodeHello({ protocolHash: p.protocolHash, nonce: p.nonce, cookie: m.cookie });
+      this.#swarm.send(i, p.hello);
+    } else if (m.type === MSG_WELCOME && p !== undefined) this.#welcome(i, m, p);
     else if (m.type === MSG_REFUSE && p !== undefined && m.nonce === p.nonce) p.reject(refuseError(m, p.protocolHash));
-    else if (m.type === MSG_BYE && this.#avatars[i] >= 0) {
+    else if (m.type === MSG_BYE && this.#avatars[i] >= 0 && sameBytes(m.token, this.#tokens[i])) {
       this.#avatars[i] = -1;
       this.#worlds.delete(i);
       this.#swarm.setConnected(i, false, false);
@@ -352,4 +368,8 @@ function makeSwarm(o: {
     throw new SightlineError('ERR_SIGHTLINE_NET_UNAVAILABLE', `UdpClientSwarm needs the native data path (Linux), not built for ${process.platform}`);
   }
   return new Swarm(o, o.onBatch);
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array | undefined): boolean {
+  return b !== undefined && a.length === b.length && a.every((x, i) => x === b[i]);
 }

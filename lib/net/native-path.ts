@@ -10,7 +10,8 @@ import type { TickPackets } from './transport.js';
 export const NATIVE_COUNTER_FIELDS = [
   'datagramsReceived', 'bytesReceived', 'malformed', 'strays', 'badAcks', 'acks', 'acksThrottled',
   'forwarded', 'batchDropped', 'socketErrors', 'pings', 'packetsSent', 'bytesSent', 'packetsDropped',
-  'sendErrors', 'packetsUnrouted', 'acksApplied', 'acksUnused', 'acksInvalid', 'badTokens', 'oversized',
+  'sendErrors', 'packetsUnrouted', 'acksApplied', 'acksUnused', 'acksInvalid', 'badTokens',
+  'longWrongDirection', 'longBadMagic', 'longMalformed', 'longOversized', 'longUnknownType', 'forwardedBytes',
 ] as const;
 export type NativeCounters = Record<(typeof NATIVE_COUNTER_FIELDS)[number], number>;
 

@@ -111,6 +111,19 @@ const ACK_CREDIT_START = 8;
 const GENERIC_REFUSAL = 'the server refused the connection';
 
 /**
+ * What an adapter with a receive path of its own must hear of its host's sessions (UdpServer's
+ * native data path keeps a copy of each, and checks and answers ACKs and PINGs without the host).
+ */
+export interface SessionHooks<P extends Endpoint> {
+  /** A session began: it is in `byKey` and `byViewer`, its WELCOME not yet sent. */
+  opened?(s: Session<P>): void;
+  /** A session ended: it is out of `byKey` and `byViewer`; its BYE and `onDisconnect` follow. */
+  closed?(s: Session<P>): void;
+  /** A reliable input was taken: the session's input acknowledgement (`s.input.ack`, `ackBits`) may have changed. */
+  inputAcked?(s: Session<P>): void;
+}
+
+/**
  * The session protocol's server half. Not a transport by itself: an adapter feeds it what it
  * receives (`handle`), stamps each game packet it sends (`stamp`) and sends the control messages
  * it asks for.
@@ -133,14 +146,22 @@ export class SessionHost<P extends Endpoint> {
   readonly #inputBurst: number;
   readonly #tickMicros: number;
   readonly #cookies: CookieJar;
+  readonly #hooks: SessionHooks<P> | undefined;
 
   /**
    * @param what the adapter's name, for messages
    * @param sendControl sends one control message (the adapter applies its caps and counts)
+   * @param hooks what the adapter hears of sessions beginning and ending (see {@link SessionHooks})
    * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (config without a protocol hash, onConnect not a
    *   function, an option out of range, a world that is not one or has another protocol hash).
    */
-  constructor(what: string, options: SessionServerOptions, counters: SessionCounters, sendControl: (bytes: Uint8Array, to: P) => void) {
+  constructor(
+    what: string,
+    options: SessionServerOptions,
+    counters: SessionCounters,
+    sendControl: (bytes: Uint8Array, to: P) => void,
+    hooks?: SessionHooks<P>,
+  ) {
     const { config } = options;
     if (typeof config !== 'object' || config === null || typeof config.protocolHash !== 'number') {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `${what} config must be a WorldConfig, received ${describe(config)}`);
@@ -165,6 +186,7 @@ export class SessionHost<P extends Endpoint> {
     this.#config = config;
     this.#acknowledge = acknowledgeOf(options.world);
     this.#send = sendControl;
+    this.#hooks = hooks;
     this.counters = counters;
     this.#maxClients = intOption('maxClients', options.maxClients, 4096, 1, 1 << 20);
     this.timeoutMs = intOption('timeoutMs', options.timeoutMs, 5000, 1, 3_600_000);
@@ -269,6 +291,7 @@ export class SessionHost<P extends Endpoint> {
   end(s: Session<P>, reason: DisconnectReason, bye: number | undefined): void {
     if (this.byKey.get(s.key) === s) this.byKey.delete(s.key);
     if (this.byViewer.get(s.viewer) === s) this.byViewer.delete(s.viewer);
+    this.#hooks?.closed?.(s);
     const c = this.counters;
     c.disconnects++;
     if (reason === 'timeout') c.timeouts++;
@@ -400,6 +423,7 @@ export class SessionHost<P extends Endpoint> {
     if (outcome === 'held') c.inputsHeld++;
     else if (outcome === 'repeated') c.inputsRepeated++;
     else if (outcome === 'ahead') c.inputsAhead++;
+    this.#hooks?.inputAcked?.(s);
   }
 
   #deliver(s: Session<P>, bytes: Uint8Array, kind: 0 | 1, sequence: number): void {
@@ -530,6 +554,7 @@ export class SessionHost<P extends Endpoint> {
     };
     this.byKey.set(key, s);
     this.byViewer.set(avatar, s);
+    this.#hooks?.opened?.(s);
     c.connects++;
     this.#send(welcome, from);
   }

@@ -1,14 +1,17 @@
-// The UDP transport, server side: one node:dgram socket for every client. The session protocol
-// (handshake, token checks, acks, input, timeouts) is the SessionHost's; this file owns the
-// socket, the per-client routing of a tick's packets and the bounded sends.
+// The UDP transport, server side: one socket for every client. The session protocol (handshake,
+// token checks, acks, input, timeouts) is the SessionHost's; this file owns the socket, the
+// per-client routing of a tick's packets and the bounded sends. Two data paths: the native one
+// (Linux, the default where the addon has it: udp-native.ts) and node:dgram (here).
 import dgram from 'node:dgram';
 import { SightlineError, describe, isUint8Array } from '../errors.js';
 import type { EntityId } from '../world.js';
 import { ByeReason } from './control-types.js';
 import { checkListenerOptions, intOption, nowMs } from './options.js';
+import { nativePathAvailable } from './native-path.js';
 import { SERVER_CALLBACKS, SESSION_SERVER_OPTIONS, SessionHost, type Endpoint, type Session, type SessionServerOptions } from './session-host.js';
 import { checkPacketBytes, checkTickPackets, zeroSessionCounters, type SessionCounters, type TickPackets, type Transport } from './transport.js';
 import { checkAddress, endpointKey, lookupLiteral } from './udp-common.js';
+import { NATIVE_SEND_BUFFER_BYTES, NativeSocket } from './udp-native.js';
 
 export type { ServerLayout } from './session-host.js';
 
@@ -36,8 +39,22 @@ export interface UdpServerOptions extends SessionServerOptions {
    * overflows it, and the kernel drops the excess without telling anyone.
    */
   recvBufferSize?: number;
-  /** SO_SNDBUF, bytes (the OS may cap or double it). Default: the OS default. */
+  /**
+   * SO_SNDBUF, bytes (the OS may cap or double it; on Linux the cap is net.core.wmem_max).
+   * Default: the OS default on the dgram path; 4 MiB on the native path, whose threads hand the
+   * kernel a whole tick's packets at once.
+   */
   sendBufferSize?: number;
+  /**
+   * `'native'` (Linux; the default where the addon has it): the addon owns the socket; a `world`
+   * that is a World takes the ACKs natively (before each pass) and sends its own packets from the
+   * pool's threads after each pass, with sendmmsg; a receive thread reads with recvmmsg and hands
+   * JavaScript the handshake, BYE and input in batches. `'dgram'`: node:dgram, one send per packet
+   * on the JavaScript thread (every platform). See docs/transport.md, "Native data path".
+   * `maxInFlightSends` and `maxQueuedSends` bound the dgram path only; the native path drops what
+   * the kernel's send buffer cannot take (`packetsDropped`).
+   */
+  dataPath?: 'native' | 'dgram';
 }
 
 /** Counters of a {@link UdpServer}. */
@@ -48,12 +65,15 @@ export interface UdpServerCounters extends SessionCounters {
   controlDropped: number;
   /** Errors the socket emitted. */
   socketErrors: number;
+  /** Native path: datagrams its receive thread could not hand to JavaScript (the batch waiting there was full): dropped. */
+  receiveDropped: number;
 }
 
 /** The receive buffer a server asks for unless told otherwise (see UdpServerOptions.recvBufferSize). */
 const DEFAULT_RECV_BUFFER_BYTES = 4 << 20;
 const SERVER_OPTIONS: readonly string[] = [
   ...SESSION_SERVER_OPTIONS, 'address', 'port', 'type', 'maxInFlightSends', 'maxQueuedSends', 'recvBufferSize', 'sendBufferSize',
+  'dataPath',
 ];
 
 /**
@@ -76,7 +96,8 @@ const SERVER_OPTIONS: readonly string[] = [
  */
 export class UdpServer implements Transport {
   readonly #host: SessionHost<Endpoint>;
-  readonly #socket: dgram.Socket;
+  readonly #socket: dgram.Socket | undefined;
+  readonly #native: NativeSocket | undefined;
   readonly #address: string;
   readonly #requestedPort: number;
   readonly #maxInFlight: number;
@@ -88,6 +109,7 @@ export class UdpServer implements Transport {
     controlSent: 0,
     controlDropped: 0,
     socketErrors: 0,
+    receiveDropped: 0,
   };
   #inFlight = 0;
   #state: 'idle' | 'binding' | 'listening' | 'closing' | 'closed' = 'idle';
@@ -110,16 +132,57 @@ export class UdpServer implements Transport {
     if (type !== 'udp4' && type !== 'udp6') {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `type must be 'udp4' or 'udp6', received ${describe(type)}`);
     }
-    this.#host = new SessionHost('UdpServer', options, this.#counters, this.#sendControl);
+    const dataPath = options.dataPath ?? (nativePathAvailable() ? 'native' : 'dgram');
+    if (dataPath !== 'native' && dataPath !== 'dgram') {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `dataPath must be 'native' or 'dgram', received ${describe(dataPath)}`);
+    }
+    if (dataPath === 'native' && !nativePathAvailable()) {
+      throw new SightlineError('ERR_SIGHTLINE_NET_UNAVAILABLE', `dataPath 'native' needs Linux and an addon built with it; this is ${process.platform}: use 'dgram'`);
+    }
     this.#address = options.address === undefined ? (type === 'udp6' ? '::' : '0.0.0.0') : checkAddress('address', options.address, type);
     this.#requestedPort = intOption('port', options.port, 0, 0, 65535);
     this.#maxInFlight = intOption('maxInFlightSends', options.maxInFlightSends, 65536, 1, 1 << 24);
     this.#maxQueued = intOption('maxQueuedSends', options.maxQueuedSends, 256, 1, 1 << 24);
     this.#recvBufferSize = intOption('recvBufferSize', options.recvBufferSize, DEFAULT_RECV_BUFFER_BYTES, 1, 2 ** 31 - 1);
     this.#sendBufferSize = options.sendBufferSize === undefined ? undefined : intOption('sendBufferSize', options.sendBufferSize, 0, 1, 2 ** 31 - 1);
+    if (dataPath === 'native') {
+      this.#native = new NativeSocket({
+        address: this.#address,
+        port: this.#requestedPort,
+        type,
+        maxClients: intOption('maxClients', options.maxClients, 4096, 1, 1 << 20),
+        recvBufferSize: this.#recvBufferSize,
+        sendBufferSize: this.#sendBufferSize ?? NATIVE_SEND_BUFFER_BYTES,
+        listener: options,
+        counters: this.#counters,
+      });
+      this.#host = new SessionHost('UdpServer', options, this.#counters, this.#sendControl, this.#native.hooks);
+      this.#native.host = this.#host;
+      return;
+    }
+    this.#host = new SessionHost('UdpServer', options, this.#counters, this.#sendControl);
     this.#socket = dgram.createSocket({ type, lookup: lookupLiteral });
     this.#socket.on('message', this.#onMessage);
     this.#socket.on('error', this.#onSocketError);
+  }
+
+  /** The data path in use: `'native'` or `'dgram'` (see {@link UdpServerOptions.dataPath}). */
+  get dataPath(): 'native' | 'dgram' {
+    return this.#native === undefined ? 'dgram' : 'native';
+  }
+
+  /**
+   * Native path: what the attached World's last tick did here: packets sent, dropped (EAGAIN,
+   * ENOBUFS), failed and unrouted; the send's and the ACKs' time on the pool, µs; ACKs applied,
+   * refused as unused or invalid. Undefined on the dgram path or without a World.
+   */
+  get lastTick(): ReturnType<NativeSocket['lastTick']> {
+    return this.#native?.lastTick();
+  }
+
+  /** The socket buffer sizes the kernel granted, bytes (getsockopt: Linux reports twice what it grants the payload), once listening on the native path. */
+  get socketBuffers(): { send: number; recv: number } | undefined {
+    return this.#native?.buffers;
   }
 
   /**
@@ -132,10 +195,12 @@ export class UdpServer implements Transport {
       return Promise.reject(new SightlineError('ERR_SIGHTLINE_NET_STATE', `listen() needs a new server, this one is ${this.#state}`));
     }
     this.#state = 'binding';
+    if (this.#native !== undefined) return this.#listenNative(this.#native);
+    const socket = this.#socket!;
     return new Promise((resolve, reject) => {
       const settle = () => {
-        this.#socket.off('error', onError);
-        this.#socket.off('listening', onListening);
+        socket.off('error', onError);
+        socket.off('listening', onListening);
         this.#abortListen = undefined;
       };
       // close() before the bind completed: listen() fails, and the socket is close()'s to close.
@@ -147,7 +212,7 @@ export class UdpServer implements Transport {
         settle();
         this.#state = 'closed';
         try {
-          this.#socket.close();
+          socket.close();
         } catch {
           // already closed
         }
@@ -157,22 +222,42 @@ export class UdpServer implements Transport {
         settle();
         this.#state = 'listening';
         try {
-          this.#socket.setRecvBufferSize(this.#recvBufferSize);
+          socket.setRecvBufferSize(this.#recvBufferSize);
         } catch (e) {
           this.#counters.socketErrors++; // the OS refused the size: it keeps its own
           this.#host.report(e);
         }
-        if (this.#sendBufferSize !== undefined) this.#socket.setSendBufferSize(this.#sendBufferSize);
-        const a = this.#socket.address();
+        if (this.#sendBufferSize !== undefined) socket.setSendBufferSize(this.#sendBufferSize);
+        const a = socket.address();
         this.#port = a.port;
         this.#sweepTimer = setInterval(this.#sweep, this.#host.sweepPeriodMs);
         this.#sweepTimer.unref();
         resolve({ address: a.address, port: a.port });
       };
-      this.#socket.once('error', onError);
-      this.#socket.once('listening', onListening);
-      this.#socket.bind(this.#requestedPort, this.#address);
+      socket.once('error', onError);
+      socket.once('listening', onListening);
+      socket.bind(this.#requestedPort, this.#address);
     });
+  }
+
+  async #listenNative(n: NativeSocket): Promise<{ address: string; port: number }> {
+    let bound: { address: string; port: number };
+    try {
+      bound = await n.listen();
+    } catch (e) {
+      if (this.#state === 'binding') this.#state = 'closed';
+      throw e;
+    }
+    // close() before the bind completed: listen() fails, and the path is closed now.
+    if (this.#state !== 'binding') {
+      n.close();
+      throw new SightlineError('ERR_SIGHTLINE_NET_CLOSED', 'the server was closed before listen() had bound it');
+    }
+    this.#state = 'listening';
+    this.#port = bound.port;
+    this.#sweepTimer = setInterval(this.#sweep, this.#host.sweepPeriodMs);
+    this.#sweepTimer.unref();
+    return bound;
   }
 
   /** The bound port (0 before `listen` resolves). */
@@ -185,14 +270,23 @@ export class UdpServer implements Transport {
     return this.#host.byViewer.size;
   }
 
-  /** Running totals (live object). */
+  /** Running totals (live object; on the native path its fields are brought up to date each time this is read). */
   get counters(): Readonly<UdpServerCounters> {
-    return this.#counters;
+    return this.#native?.counters() ?? this.#counters;
   }
 
-  /** Malformed datagrams by the decoder's error code (live object; `ERR_SIGHTLINE_NET_WRONG_DIRECTION` for a WELCOME, REFUSE, CHALLENGE or game packet sent to the server). */
+  /**
+   * Malformed datagrams by the decoder's error code (live object; `ERR_SIGHTLINE_NET_WRONG_DIRECTION` for a WELCOME, REFUSE, CHALLENGE or
+   * game packet sent to the server). On the native path, datagrams longer than any client message are counted before they reach
+   * JavaScript, under the code the decoder gives them (the object is a copy then).
+   */
   get malformedCodes(): Readonly<Record<string, number>> {
-    return this.#host.malformedCodes;
+    const codes = this.#host.malformedCodes;
+    const long = this.#native?.longCodes();
+    if (long === undefined || Object.keys(long).length === 0) return codes;
+    const merged: Record<string, number> = { ...codes };
+    for (const [code, k] of Object.entries(long)) merged[code] = (merged[code] ?? 0) + k;
+    return merged;
   }
 
   /** Sends issued whose completion has not been reported yet. */
@@ -232,6 +326,7 @@ export class UdpServer implements Transport {
       c.packetsUnrouted += n;
       return 0;
     }
+    if (this.#native !== undefined) return this.#native.sendTick(result);
     const byViewer = this.#host.byViewer;
     const sessions = this.#routeSessions;
     const views = this.#routeBytes;
@@ -294,6 +389,11 @@ export class UdpServer implements Transport {
   send(viewer: EntityId, bytes: Uint8Array): boolean {
     checkPacketBytes(bytes);
     const c = this.#counters;
+    if (this.#native !== undefined) {
+      if (this.#state === 'listening') return this.#native.send(viewer, bytes);
+      c.packetsUnrouted++;
+      return false;
+    }
     const s = this.#state === 'listening' ? this.#host.byViewer.get(viewer) : undefined;
     if (s === undefined) {
       c.packetsUnrouted++;
@@ -330,9 +430,15 @@ export class UdpServer implements Transport {
     this.#abortListen?.();
     if (this.#sweepTimer !== undefined) clearInterval(this.#sweepTimer);
     this.#host.endAll('closed', wasOpen ? ByeReason.SHUTDOWN : undefined);
+    const socket = this.#socket;
+    if (socket === undefined) {
+      this.#native?.close();
+      this.#state = 'closed';
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       try {
-        this.#socket.close(() => {
+        socket.close(() => {
           this.#state = 'closed';
           resolve();
         });
@@ -346,13 +452,13 @@ export class UdpServer implements Transport {
   // ---------------------------------------------------------------------------------------------
 
   #canSend(): boolean {
-    return this.#inFlight < this.#maxInFlight && (this.#inFlight === 0 || this.#socket.getSendQueueCount() < this.#maxQueued);
+    return this.#inFlight < this.#maxInFlight && (this.#inFlight === 0 || this.#socket!.getSendQueueCount() < this.#maxQueued);
   }
 
   #issue(bytes: Uint8Array, to: Endpoint): void {
     this.#inFlight++;
     try {
-      this.#socket.send(bytes, to.port, to.address, this.#afterSend);
+      this.#socket!.send(bytes, to.port, to.address, this.#afterSend);
     } catch (e) {
       this.#inFlight--;
       this.#counters.sendErrors++;
@@ -367,6 +473,10 @@ export class UdpServer implements Transport {
 
   readonly #sendControl = (bytes: Uint8Array, to: Endpoint): void => {
     if (this.#state !== 'listening' && this.#state !== 'closing') return;
+    if (this.#native !== undefined) {
+      this.#native.sendControl(bytes, to);
+      return;
+    }
     if (!this.#canSend()) {
       this.#counters.controlDropped++;
       return;
@@ -404,10 +514,15 @@ export class UdpServer implements Transport {
     if (!isUint8Array(msg)) throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `msg must be a Uint8Array, received ${describe(msg)}`);
     if (typeof address !== 'string') throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `address must be a string, received ${describe(address)}`);
     intOption('port', port, 0, 0, 65535);
+    if (this.#native !== undefined) {
+      if (this.#state === 'listening') this.#native.inject(msg, address, port);
+      return;
+    }
     this.#onMessage(Buffer.from(msg), { address, port, family: address.includes(':') ? 'IPv6' : 'IPv4', size: msg.length });
   }
 
   readonly #sweep = (): void => {
-    this.#host.sweep();
+    if (this.#native !== undefined) this.#native.sweep();
+    else this.#host.sweep();
   };
 }

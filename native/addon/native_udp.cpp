@@ -311,8 +311,9 @@ Napi::Value NativeUdp::Counters(const Napi::CallbackInfo& info) {
       ld(r.datagrams), ld(r.bytes), ld(r.malformed), ld(r.strays), ld(r.badAcks), ld(r.acks), ld(r.acksThrottled),
       ld(r.forwarded), ld(r.batchDropped), ld(r.socketErrors), ld(r.pings), ld(t.sent), ld(t.bytes), ld(t.dropped),
       ld(t.failed), ld(t.unrouted), ld(t.acksApplied), ld(t.acksUnused), ld(t.acksInvalid), ld(r.badTokens),
-      ld(r.oversized),
+      ld(r.longCodes[0]), ld(r.longCodes[1]), ld(r.longCodes[2]), ld(r.longCodes[3]), ld(r.longCodes[4]), ld(r.forwardedBytes),
   };
+  static_assert(size_t(net::LongCode::Count) == 5, "one field per LongCode");
   static_assert(std::size(v) == std::size(kUdpCounterFields), "one value per field of kUdpCounterFields");
   std::memcpy(info[0].As<Napi::Float64Array>().Data(), v, sizeof v);
   return env.Undefined();

@@ -20,7 +20,8 @@ namespace sightline::addon {
 inline constexpr const char* kUdpCounterFields[] = {
     "datagramsReceived", "bytesReceived", "malformed", "strays", "badAcks", "acks", "acksThrottled",
     "forwarded", "batchDropped", "socketErrors", "pings", "packetsSent", "bytesSent", "packetsDropped",
-    "sendErrors", "packetsUnrouted", "acksApplied", "acksUnused", "acksInvalid", "badTokens", "oversized",
+    "sendErrors", "packetsUnrouted", "acksApplied", "acksUnused", "acksInvalid", "badTokens",
+    "longWrongDirection", "longBadMagic", "longMalformed", "longOversized", "longUnknownType", "forwardedBytes",
 };
 inline constexpr const char* kUdpTickFields[] = {
     "tick", "sent", "bytes", "dropped", "failed", "unrouted", "sendMicros", "acksApplied", "acksUnused",

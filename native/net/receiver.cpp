@@ -77,9 +77,10 @@ void Receiver::handle(const uint8_t* data, size_t length, const Endpoint& from, 
   c.datagrams.fetch_add(1, std::memory_order_relaxed);
   c.bytes.fetch_add(length, std::memory_order_relaxed);
   if (length > kMaxClientMessageBytes) {
-    // Longer than any message a client sends (and perhaps than the read buffer): malformed here.
+    // Longer than any message a client sends (and perhaps than the read buffer): malformed here,
+    // tallied by the code the decoder would give it.
     c.malformed.fetch_add(1, std::memory_order_relaxed);
-    c.oversized.fetch_add(1, std::memory_order_relaxed);
+    c.longCodes[size_t(classifyLong(data))].fetch_add(1, std::memory_order_relaxed);
     return;
   }
   bool layout = false;
@@ -167,7 +168,10 @@ void Receiver::publish() {
       const size_t n = kRecordHeader + r[1] + getU32(r + 4);
       if (batch_.size() + n <= maxBatchBytes_) {
         batch_.insert(batch_.end(), r, r + n);
-        counters_.forwarded.fetch_add(1, std::memory_order_relaxed);
+        if (r[0] == kDatagram) {
+          counters_.forwarded.fetch_add(1, std::memory_order_relaxed);
+          counters_.forwardedBytes.fetch_add(getU32(r + 4), std::memory_order_relaxed);
+        }
       } else {
         counters_.batchDropped.fetch_add(1, std::memory_order_relaxed);
       }

@@ -8,7 +8,8 @@
 //   - PING: refreshes the session's timeout, nothing else;
 //   - BYE and INPUT: handed to JavaScript (takeBatch), which ends the session or takes the input;
 //   - HELLO, and anything malformed, go to JavaScript too: the handshake and the decoder's error
-//     codes are its own. Longer than any client message: malformed, counted here (oversized).
+//     codes are its own. Longer than any client message: malformed, counted here by the code the
+//     decoder would give it (longCodes), never handed over.
 // JavaScript is told through `notify` when its batch goes from empty to not empty, and takes the
 // whole batch at once: one call per batch, not per datagram. The batch holds at most
 // maxBatchBytes; datagrams beyond it are dropped and counted (batchDropped).
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "session_table.h"
+#include "wire.h"
 
 namespace sightline::net {
 
@@ -40,7 +42,11 @@ struct QueuedAck {
 
 struct ReceiveCounters {
   std::atomic<uint64_t> datagrams{0}, bytes{0}, malformed{0}, strays{0}, badAcks{0}, acks{0}, acksThrottled{0};
-  std::atomic<uint64_t> forwarded{0}, batchDropped{0}, socketErrors{0}, pings{0}, badTokens{0}, oversized{0};
+  // forwarded, forwardedBytes: datagrams (and their bytes) put in JavaScript's batch; batchDropped:
+  // records that found it full.
+  std::atomic<uint64_t> forwarded{0}, forwardedBytes{0}, batchDropped{0}, socketErrors{0}, pings{0}, badTokens{0};
+  // Malformed datagrams longer than any client message, by LongCode (wire.h).
+  std::atomic<uint64_t> longCodes[size_t(LongCode::Count)] = {};
 };
 
 class Receiver {

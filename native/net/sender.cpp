@@ -75,7 +75,7 @@ void Sender::flush(Scratch& s, unsigned m, SendCounters& out) {
   const int64_t now = monotonicMs();
   unsigned k = 0;
   while (k < m) {
-    const int r = ::sendmmsg(fd_, s.msgs + k, m - k, 0);
+    const int r = sendCall_(fd_, s.msgs + k, m - k, 0);
     if (r > 0) {
       for (unsigned j = k; j < k + unsigned(r); ++j) {
         ++out.sent;

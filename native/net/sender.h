@@ -57,6 +57,10 @@ class Sender {
   // right after the call). Set before any send starts.
   using Observer = std::function<void(const Endpoint* to, unsigned n)>;
   void setObserver(Observer o) { observer_ = std::move(o); }
+  // Tests: the call that sends (sendmmsg's signature; ::sendmmsg unless replaced), to make the
+  // kernel's refusals happen on demand. Set before any send starts.
+  using SendCall = int (*)(int fd, mmsghdr* msgs, unsigned n, int flags);
+  void setSendCall(SendCall call) { sendCall_ = call; }
 
  private:
   struct alignas(64) Scratch {
@@ -78,6 +82,8 @@ class Sender {
   std::unique_ptr<Scratch> jsScratch_ = std::make_unique<Scratch>();
   std::atomic<int> lastError_{0};
   Observer observer_;
+  SendCall sendCall_ = &defaultSend;
+  static int defaultSend(int fd, mmsghdr* msgs, unsigned n, int flags) { return ::sendmmsg(fd, msgs, n, flags); }
 };
 
 }  // namespace sightline::net

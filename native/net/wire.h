@@ -24,6 +24,8 @@ constexpr uint32_t kByeBytes = 10;         // u8 type, token, u8 reason
 constexpr uint32_t kPingBytes = 9;         // u8 type, token
 constexpr uint32_t kInputHeaderBytes = 12;  // u8 type, token, u8 kind (0 or 1), u16 sequence; then the payload
 constexpr uint32_t kInputMaxBytes = 1024;   // largest INPUT payload the protocol allows
+constexpr uint32_t kNetMagic = 0x4E544C53;  // HELLO bytes 1..4: "SLTN"
+constexpr uint32_t kRefuseHeaderBytes = 11;
 constexpr uint32_t kHelloMinBytes = 128;
 constexpr uint32_t kHelloMaxBytes = 33 + 1024;  // header, then a connect token of up to 1,024 bytes
 // The longest message a client sends: a datagram to a server longer than this is malformed.
@@ -44,6 +46,24 @@ constexpr int32_t kAckCreditStart = 8;
 inline uint16_t getU16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
 inline uint32_t getU32(const uint8_t* p) {
   return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
+}
+
+// What the decoder (decodeControl, and SessionHost's tally of malformed datagrams by code) makes
+// of a datagram longer than any client message (kMaxClientMessageBytes), from its first bytes.
+enum class LongCode : uint8_t { WrongDirection, BadMagic, Malformed, Oversized, UnknownType, Count };
+inline LongCode classifyLong(const uint8_t* d) {
+  switch (d[0]) {
+    case kGamePacketVersion: return LongCode::WrongDirection;  // a game packet, sent to a server
+    case kMsgHello: return getU32(d + 1) != kNetMagic ? LongCode::BadMagic : LongCode::Oversized;
+    case kMsgRefuse: return d[10] > kHelloMinBytes - kRefuseHeaderBytes ? LongCode::Malformed : LongCode::Oversized;
+    case kMsgWelcome:
+    case kMsgChallenge:
+    case kMsgAck:
+    case kMsgBye:
+    case kMsgPing:
+    case kMsgInput: return LongCode::Oversized;
+    default: return LongCode::UnknownType;
+  }
 }
 inline void setU16(uint8_t* p, uint16_t v) { p[0] = uint8_t(v), p[1] = uint8_t(v >> 8); }
 inline void setU32(uint8_t* p, uint32_t v) {
