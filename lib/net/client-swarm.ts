@@ -119,6 +119,11 @@ export interface SwarmConnectResult {
  *   ERR_SIGHTLINE_NET_BIND (the sockets could not be opened).
  */
 export class UdpClientSwarm {
+  /** Whether this platform's addon has the client swarm (Linux). */
+  static get supported(): boolean {
+    return process.platform === 'linux' && native.NativeSwarm !== undefined;
+  }
+
   readonly #options: UdpClientSwarmOptions;
   readonly #swarm: NativeSwarm;
   readonly #size: number;

@@ -12,16 +12,9 @@ import type { EntityId } from '../world-types.js';
 import { ERRNO, NativePath, type NativeCounters } from './native-path.js';
 import { nowMs } from './options.js';
 import type { Endpoint, Session, SessionHooks, SessionHost, SessionServerOptions } from './session-host.js';
-import { classifyAckError, type SessionCounters, type TickPackets } from './transport.js';
+import { classifyAckError, type TickPackets } from './transport.js';
 import { endpointKey } from './udp-common.js';
-
-/** The counters a UdpServer keeps beside SessionCounters (both data paths). */
-export interface SocketCounters extends SessionCounters {
-  controlSent: number;
-  controlDropped: number;
-  socketErrors: number;
-  receiveDropped: number;
-}
+import type { UdpServerCounters } from './udp-options.js';
 
 export interface NativeSocketOptions {
   address: string;
@@ -32,7 +25,7 @@ export interface NativeSocketOptions {
   sendBufferSize: number;
   listener: SessionServerOptions;
   /** The JavaScript side's counts (the host's and the socket's); the path's are added when read. */
-  counters: SocketCounters;
+  counters: UdpServerCounters;
 }
 
 /** The send buffer the native path asks for unless told otherwise: a tick's burst of packets leaves at once. */
@@ -46,11 +39,12 @@ export class NativeSocket {
   #world: World | undefined;
   #acknowledge: ((viewer: EntityId, ack: number, ackBits: number) => unknown) | undefined;
   #sentTick = -1;
+  #buffers: { send: number; recv: number } | undefined;
   // Datagrams of the path's batches taken in here, and their bytes: the path counts them as
   // received when its thread reads them, this side once it has handled them.
   #taken = 0;
   #takenBytes = 0;
-  readonly #view: SocketCounters;
+  readonly #view: UdpServerCounters;
 
   constructor(options: NativeSocketOptions) {
     this.#o = options;
@@ -111,13 +105,13 @@ export class NativeSocket {
     if (this.#world !== undefined) path.attach(this.#world);
     path.start();
     const i = path.info();
+    this.#buffers = { send: i.sendBuffer, recv: i.recvBuffer };
     return { address: i.address, port: i.port };
   }
 
-  /** The buffer sizes the kernel granted, bytes (as getsockopt reports them: Linux doubles the request). */
+  /** The buffer sizes the kernel granted, bytes (as getsockopt reports them: Linux doubles the request); kept after close. */
   get buffers(): { send: number; recv: number } | undefined {
-    const i = this.#path?.info();
-    return i && { send: i.sendBuffer, recv: i.recvBuffer };
+    return this.#buffers;
   }
 
   /** What the attached World's last tick sent and how long it took (µs), or undefined. */
@@ -183,7 +177,7 @@ export class NativeSocket {
   }
 
   /** The JavaScript side's counts with the path's added. */
-  counters(): SocketCounters {
+  counters(): UdpServerCounters {
     const v = Object.assign(this.#view, this.#o.counters);
     if (this.#path === undefined) return v;
     const n: NativeCounters = this.#path.counters();

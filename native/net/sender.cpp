@@ -67,12 +67,19 @@ void Sender::sendRange(const uint8_t* base, const uint32_t* index, uint32_t begi
       h.msg_flags = 0;
       s.msgs[k].msg_len = 0;
     }
-    if (m > 0) flush(s, m, out);
+    if (m > 0) {
+      // The sessions learn of the packets before they leave: a client may acknowledge one before
+      // sendmmsg has returned (on loopback it arrives during the call), and an ACK ahead of the
+      // newest sequence noted is refused. What the kernel then refuses was issued all the same,
+      // as on the dgram path.
+      const int64_t now = monotonicMs();
+      for (unsigned k = 0; k < m; ++k) s.session[k]->sentPacket(s.sequence[k], now);
+      flush(s, m, out);
+    }
   }
 }
 
 void Sender::flush(Scratch& s, unsigned m, SendCounters& out) {
-  const int64_t now = monotonicMs();
   unsigned k = 0;
   while (k < m) {
     const int r = sendCall_(fd_, s.msgs + k, m - k, 0);
@@ -80,7 +87,6 @@ void Sender::flush(Scratch& s, unsigned m, SendCounters& out) {
       for (unsigned j = k; j < k + unsigned(r); ++j) {
         ++out.sent;
         out.bytes += s.length[j];
-        s.session[j]->sentPacket(s.sequence[j], now);
       }
       if (observer_) observer_(s.to + k, unsigned(r));
       k += unsigned(r);

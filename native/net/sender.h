@@ -72,7 +72,7 @@ class Sender {
     Session* session[kBatch];
     uint16_t sequence[kBatch];
   };
-  // Sends msgs [0, m) of scratch s; counts them; updates their sessions.
+  // Sends msgs [0, m) of scratch s; counts them.
   void flush(Scratch& s, unsigned m, SendCounters& out);
 
   int fd_;

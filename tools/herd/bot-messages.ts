@@ -59,6 +59,8 @@ export interface BotConnectedMessage {
   readonly errors: readonly string[];
   /** Time from the start message until the last connect settled, ms. */
   readonly ms: number;
+  /** CPU time the bot process had used by then, ms (process.cpuUsage): the run's is the report's less this. */
+  readonly cpuMs?: { readonly user: number; readonly system: number };
 }
 
 /** One client's perceived world: the entities it holds, raw positions, as of its newest packet. */

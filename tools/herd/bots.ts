@@ -100,7 +100,7 @@ export class BotSwarm {
       }
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, clients) }, worker));
-    return { type: 'connected', connected: this.#bots.length, failed, errors, ms: performance.now() - started };
+    return { type: 'connected', connected: this.#bots.length, failed, errors, ms: performance.now() - started, cpuMs: cpuMs() };
   }
 
   /** Every client's held entities and their raw positions, as of its newest packet. */

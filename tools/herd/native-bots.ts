@@ -53,7 +53,7 @@ export class NativeBotSwarm {
   async connect(): Promise<BotConnectedMessage> {
     const { host, port, protocolHash, concurrency } = this.#start;
     const r = await this.#swarm.connect(host, port, protocolHash, concurrency);
-    return { type: 'connected', connected: r.connected, failed: r.failed, errors: r.errors, ms: r.ms };
+    return { type: 'connected', connected: r.connected, failed: r.failed, errors: r.errors, ms: r.ms, cpuMs: cpuMs() };
   }
 
   /** The sample clients' held entities and raw positions, as of their newest packet. */

@@ -6,11 +6,12 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { RAW_PER_METER, SightlineError, mulberry32, type EntityId, type TickResult, type World } from 'sightline';
-import { UdpServer } from 'sightline/net';
+import { UdpClientSwarm, UdpServer } from 'sightline/net';
 import { summarize } from './metrics.js';
-import type { BotTotals, NetHerdOptions, NetworkEvents, NetworkReport } from './net-report.js';
+import type { BotTotals, NetHerdOptions, NetworkCpu, NetworkEvents, NetworkReport } from './net-report.js';
+import { MAX_NATIVE_BOT_CLIENTS } from './native-bots.js';
 
-export type { BotTotals, NetHerdOptions, NetworkEvents, NetworkReport, PerceivedError } from './net-report.js';
+export type { BotTotals, NetHerdOptions, NetworkCpu, NetworkEvents, NetworkReport, PerceivedError } from './net-report.js';
 import {
   MAX_BOT_CLIENTS,
   encodeHeartbeat,
@@ -28,14 +29,21 @@ export const NET_EVENT_RESERVE_BYTES = 96;
 /** Default number of bot clients: what two cores carry at 20 Hz beside the server. */
 export const NET_DEFAULT_CLIENTS = 200;
 
-/** Most bot clients (one dgram socket each). */
-export const NET_MAX_CLIENTS = MAX_BOT_CLIENTS;
+/** Whether the bots are light native clients by default (Linux), or a UdpClient each. */
+export const NET_NATIVE_BOTS = UdpClientSwarm.supported;
+
+/** Most bot clients: native ones, or UdpClients (one dgram socket each). */
+export const NET_MAX_CLIENTS = NET_NATIVE_BOTS ? MAX_NATIVE_BOT_CLIENTS : MAX_BOT_CLIENTS;
+
+/** Every this-many-th native bot keeps a ClientWorld: its beliefs are the perceived-error samples. */
+const NATIVE_SAMPLE_EVERY = 64;
 
 /** The loopback address the server binds and the bots connect from. */
 export const NET_HOST = '127.0.0.1';
 
-// Connections the bot process attempts at once.
+// Connections the bot process attempts at once (UdpClients; native bots).
 const CONNECT_CONCURRENCY = 128;
+const NATIVE_CONNECT_CONCURRENCY = 512;
 // Per-connect timeout of a bot client (UdpClient default), ms.
 const CLIENT_CONNECT_TIMEOUT_MS = 5000;
 // Beyond the run itself, how long the bot process may live, ms.
@@ -127,6 +135,10 @@ export class NetHerd {
   #eventsDropped = 0;
   #acksApplied = 0;
   #acksRefused = 0;
+  readonly #botKind: 'native' | 'node';
+  // CPU time and wall time when the bots had connected (the run's start for `cpu`).
+  #cpuAtConnect: NodeJS.CpuUsage | undefined;
+  #wallAtConnect = 0;
   #child: ChildProcess | undefined;
   #childExit: Promise<void> = Promise.resolve();
   #childGone = false;
@@ -144,22 +156,32 @@ export class NetHerd {
     this.#ringX = Array.from({ length: ring }, () => new Int32Array(options.ids.length));
     this.#ringY = Array.from({ length: ring }, () => new Int32Array(options.ids.length));
     for (let i = 0; i < options.ids.length; i++) this.#indexOf.set(options.ids[i], i);
-    this.#server = new UdpServer({
+    this.#botKind = options.bots ?? (NET_NATIVE_BOTS ? 'native' : 'node');
+    const common = {
       config: world.config,
       address: NET_HOST,
       port: 0,
       maxClients: options.clients,
+      dataPath: options.dataPath,
       onConnect: () => this.#assignAvatar(),
-      onDisconnect: (viewer) => this.#releaseAvatar(viewer),
-      onAck: (viewer, ack, ackBits) => {
-        try {
-          this.#world.acknowledge(viewer, ack, ackBits);
-          this.#acksApplied++;
-        } catch {
-          this.#acksRefused++;
-        }
-      },
-    });
+      onDisconnect: (viewer: EntityId) => this.#releaseAvatar(viewer),
+    };
+    const native = (options.dataPath ?? (UdpServer.nativeDataPath ? 'native' : 'dgram')) === 'native';
+    // The native path takes the ACKs to the World itself (before each pass, on the pool); the
+    // dgram path hands each to JavaScript, which passes it on here.
+    this.#server = native
+      ? new UdpServer({ ...common, world })
+      : new UdpServer({
+          ...common,
+          onAck: (viewer, ack, ackBits) => {
+            try {
+              this.#world.acknowledge(viewer, ack, ackBits);
+              this.#acksApplied++;
+            } catch {
+              this.#acksRefused++;
+            }
+          },
+        });
   }
 
   /**
@@ -172,10 +194,11 @@ export class NetHerd {
    */
   static async start(world: World, options: NetHerdOptions): Promise<NetHerd> {
     const { clients, avatars } = options;
-    if (!Number.isInteger(clients) || clients < 1 || clients > NET_MAX_CLIENTS || clients > avatars.length) {
+    const most = (options.bots ?? (NET_NATIVE_BOTS ? 'native' : 'node')) === 'native' ? MAX_NATIVE_BOT_CLIENTS : MAX_BOT_CLIENTS;
+    if (!Number.isInteger(clients) || clients < 1 || clients > most || clients > avatars.length) {
       throw new SightlineError(
         'ERR_SIGHTLINE_INVALID_ARGUMENT',
-        `clients must be an integer from 1 to ${Math.min(NET_MAX_CLIENTS, avatars.length)} (the avatars available), received ${clients}`,
+        `clients must be an integer from 1 to ${Math.min(most, avatars.length)} (the avatars available), received ${clients}`,
       );
     }
     const script = botsScript();
@@ -206,6 +229,7 @@ export class NetHerd {
    */
   onTick(result: TickResult, tick: number): void {
     this.#server.sendTick(result);
+    this.#countAcks();
     this.#recordTruth(result.tick);
     const phase = tick % this.#tickHz;
     if (phase === 0) this.#heartbeat();
@@ -231,7 +255,7 @@ export class NetHerd {
       await this.#settleServer();
       await this.#stopChild();
       await this.#server.close();
-      return this.#report(reply, drainTicks, pendingAtEnd);
+      return this.#report(reply, drainTicks, pendingAtEnd, this.#cpu(reply));
     } finally {
       await this.close();
     }
@@ -282,13 +306,35 @@ export class NetHerd {
         port,
         protocolHash: this.#world.config.protocolHash >>> 0,
         clients,
-        concurrency: CONNECT_CONCURRENCY,
+        bots: this.#botKind,
+        sampleEvery: NATIVE_SAMPLE_EVERY,
+        concurrency: this.#botKind === 'native' ? NATIVE_CONNECT_CONCURRENCY : CONNECT_CONCURRENCY,
         lifetimeMs: this.#options.seconds * 1000 + waves * CLIENT_CONNECT_TIMEOUT_MS + BOT_LIFETIME_MARGIN_MS,
       },
       'connected',
       10_000 + waves * (CLIENT_CONNECT_TIMEOUT_MS + 1000),
     )) as BotConnectedMessage;
     this.#connected = connected;
+    this.#cpuAtConnect = process.cpuUsage();
+    this.#wallAtConnect = performance.now();
+  }
+
+  // CPU time from the bots' connection to their report, both processes.
+  #cpu(reply: BotReportReply): NetworkCpu {
+    const wallMs = performance.now() - this.#wallAtConnect;
+    const s = process.cpuUsage(this.#cpuAtConnect);
+    const serverMs = (s.user + s.system) / 1000;
+    const at = this.#connected?.cpuMs ?? { user: 0, system: 0 };
+    const botsMs = reply.cpuMs.user + reply.cpuMs.system - at.user - at.system;
+    return { wallMs, serverMs, serverCores: serverMs / wallMs, botsMs, botsCores: botsMs / wallMs };
+  }
+
+  // Native path: what the World's last tick did with the ACKs the path queued.
+  #countAcks(): void {
+    const t = this.#server.lastTick;
+    if (t === undefined) return;
+    this.#acksApplied += t.acksApplied;
+    this.#acksRefused += t.acksUnused + t.acksInvalid;
   }
 
   readonly #killChild = (): void => {
@@ -441,6 +487,7 @@ export class NetHerd {
       await new Promise((resolve) => setTimeout(resolve, period));
       const result = await this.#world.tick();
       this.#server.sendTick(result);
+      this.#countAcks();
       this.#recordTruth(result.tick);
       ticks++;
     }
@@ -448,7 +495,7 @@ export class NetHerd {
     return ticks;
   }
 
-  #report(reply: BotReportReply, drainTicks: number, pendingAtEnd: number): NetworkReport {
+  #report(reply: BotReportReply, drainTicks: number, pendingAtEnd: number, cpu: NetworkCpu): NetworkReport {
     const { clients } = reply;
     const bots: BotTotals = {
       datagramsReceived: 0,
@@ -479,6 +526,7 @@ export class NetHerd {
     };
     const reported = new Set<EntityId>();
     let held = 0;
+    let sampled = 0;
     for (const c of clients) {
       reported.add(c.avatar);
       bots.datagramsReceived += c.datagramsReceived;
@@ -492,7 +540,10 @@ export class NetHerd {
       bots.acksSent += c.acksSent;
       bots.acksDropped += c.acksDropped;
       if (c.disconnect !== null) bots.disconnected++;
-      held += c.held;
+      if (c.held >= 0) {
+        held += c.held;
+        sampled++;
+      }
       const e = c.events;
       events.delivered += e.distinct;
       events.lost += Math.max(0, (this.#sentTo.get(c.avatar) ?? 0) - e.distinct);
@@ -503,12 +554,17 @@ export class NetHerd {
       events.skipped += e.skipped;
     }
     for (const [avatar, sent] of this.#sentTo) if (!reported.has(avatar)) events.lost += sent;
-    bots.heldMean = clients.length > 0 ? held / clients.length : 0;
+    bots.heldMean = sampled > 0 ? held / sampled : 0;
     const e = this.#errors;
     const d = summarize(e.values());
     const connected = this.#connected;
     return {
       transport: 'udp',
+      dataPath: this.#server.dataPath,
+      botKind: this.#botKind,
+      sampledClients: sampled,
+      socketBuffers: this.#server.socketBuffers ?? null,
+      cpu,
       address: NET_HOST,
       port: this.#server.port,
       clients: this.#options.clients,
@@ -521,6 +577,7 @@ export class NetHerd {
       server: { ...this.#server.counters },
       acksApplied: this.#acksApplied,
       acksRefused: this.#acksRefused,
+      acksPending: this.#server.dataPath === 'native' ? this.#server.counters.acks - this.#acksApplied - this.#acksRefused : 0,
       bots,
       perceivedErrorM: {
         samples: e.count,

@@ -21,6 +21,9 @@ export interface HerdCommandOptions {
   net?: HerdNet;
   /** Bot clients with `net: 'udp'` (default {@link NET_DEFAULT_CLIENTS}). */
   clients?: number;
+  /** With `net: 'udp'`: the bots (native light clients, or a UdpClient each) and the server's data path; see NetHerdOptions. */
+  bots?: 'native' | 'node';
+  dataPath?: 'native' | 'dgram';
   threads: number;
   seconds: number;
   seed: number;
@@ -114,7 +117,15 @@ export async function runHerd(
   const herd = createHerd(world, { scenario: options.scenario, entities: counts.entities, viewers, seed: options.seed });
   const setupMs = performance.now() - started;
   const net = networked
-    ? await NetHerd.start(world, { ids: herd.ids, slots: herd.slots, avatars: herd.ids.subarray(viewers), clients, seconds: options.seconds })
+    ? await NetHerd.start(world, {
+        ids: herd.ids,
+        slots: herd.slots,
+        avatars: herd.ids.subarray(viewers),
+        clients,
+        seconds: options.seconds,
+        bots: options.bots,
+        dataPath: options.dataPath,
+      })
     : undefined;
   const ticksDue = Math.max(1, Math.round(options.seconds * config.tickHz));
   const totalMs = (ticksDue * 1000) / config.tickHz;
