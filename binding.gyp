@@ -36,7 +36,8 @@
         "native/addon/native_world_introspection.cpp",
         "native/addon/native_world_transport.cpp",
         "native/addon/native_udp.cpp",
-        "native/addon/native_swarm.cpp"
+        "native/addon/native_swarm.cpp",
+        "native/addon/batch_notifier.cpp"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "native/core"],
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS", "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS"],

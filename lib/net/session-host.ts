@@ -359,19 +359,30 @@ export class SessionHost<P extends Endpoint> {
     }
     s.ackCredit--;
     c.acks++;
+    this.passOn(s.viewer, ack, ackBits, true);
+  }
+
+  /**
+   * Passes on an ACK that passed the checks: to `onAck`, then (when `toWorld`, and its viewer still
+   * has a session) to `world.acknowledge`, filing what the world refuses (`acksUnused`, `badAcks`).
+   * An adapter that checked the ACK itself calls it (the native data path, whose World may have
+   * taken the ACK already: `toWorld` false then).
+   */
+  passOn(viewer: EntityId, ack: number, ackBits: number, toWorld: boolean): void {
+    const c = this.counters;
     const onAck = this.#listener.onAck;
     if (onAck !== undefined) {
       try {
-        onAck.call(this.#listener, s.viewer, ack, ackBits);
+        onAck.call(this.#listener, viewer, ack, ackBits);
       } catch (e) {
         c.listenerErrors++;
         this.report(e);
       }
     }
     const ackFn = this.#acknowledge;
-    if (ackFn !== undefined && this.byViewer.get(s.viewer) === s) {
+    if (ackFn !== undefined && toWorld && this.byViewer.has(viewer)) {
       try {
-        ackFn(s.viewer, ack, ackBits);
+        ackFn(viewer, ack, ackBits);
       } catch (e) {
         const kind = classifyAckError(e);
         if (kind === 'unused') c.acksUnused++;

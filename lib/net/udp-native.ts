@@ -12,7 +12,7 @@ import type { EntityId } from '../world-types.js';
 import { ERRNO, NativePath, type NativeCounters } from './native-path.js';
 import { nowMs } from './options.js';
 import type { Endpoint, Session, SessionHooks, SessionHost, SessionServerOptions } from './session-host.js';
-import { classifyAckError, type TickPackets } from './transport.js';
+import type { TickPackets } from './transport.js';
 import { endpointKey } from './udp-common.js';
 import type { UdpServerCounters } from './udp-options.js';
 
@@ -37,7 +37,8 @@ export class NativeSocket {
   #host: SessionHost<Endpoint> | undefined;
   #path: NativePath | undefined;
   #world: World | undefined;
-  #acknowledge: ((viewer: EntityId, ack: number, ackBits: number) => unknown) | undefined;
+  // Whether the ACKs go to JavaScript: an onAck listener, or a world that is not a World.
+  #forwardAcks = false;
   #sentTick = -1;
   #buffers: { send: number; recv: number } | undefined;
   // Datagrams of the path's batches taken in here, and their bytes: the path counts them as
@@ -79,7 +80,7 @@ export class NativeSocket {
     // The SessionHost checked the world: a World, or an object with acknowledge().
     const w: unknown = this.#o.listener.world;
     if (w instanceof World) this.#world = w;
-    else if (w !== undefined) this.#acknowledge = (w as { acknowledge: (v: EntityId, a: number, b: number) => unknown }).acknowledge.bind(w);
+    this.#forwardAcks = this.#o.listener.onAck !== undefined || (w !== undefined && this.#world === undefined);
     let address = this.#o.address;
     if (isIP(address) === 0) {
       try {
@@ -97,7 +98,7 @@ export class NativeSocket {
         sendBufferSize: this.#o.sendBufferSize,
         recvBufferSize: this.#o.recvBufferSize,
         // Acks reach JavaScript only when someone there takes them.
-        forwardAcks: this.#o.listener.onAck !== undefined || this.#acknowledge !== undefined,
+        forwardAcks: this.#forwardAcks,
       },
       { onDatagram: this.#onDatagram, onAck: this.#onAck, onError: (e) => this.#host?.report(e) },
     );
@@ -245,30 +246,8 @@ export class NativeSocket {
   };
 
   // An ACK the path passed on, for JavaScript: the onAck listener, and a `world` that is not a
-  // World (whose acknowledge the path cannot call itself).
+  // World (whose acknowledge the path cannot call itself; a World has taken it natively).
   readonly #onAck = (viewer: EntityId, ack: number, ackBits: number): void => {
-    const c = this.#o.counters;
-    const l = this.#o.listener;
-    if (l.onAck !== undefined) {
-      try {
-        l.onAck.call(l, viewer, ack, ackBits);
-      } catch (e) {
-        c.listenerErrors++;
-        this.#host?.report(e);
-      }
-    }
-    const fn = this.#acknowledge;
-    if (fn === undefined || this.#host?.byViewer.has(viewer) !== true) return;
-    try {
-      fn(viewer, ack, ackBits);
-    } catch (e) {
-      const kind = classifyAckError(e);
-      if (kind === 'unused') c.acksUnused++;
-      else if (kind === 'bad') c.badAcks++;
-      else {
-        c.listenerErrors++;
-        this.#host?.report(e);
-      }
-    }
+    this.#host?.passOn(viewer, ack, ackBits, this.#world === undefined);
   };
 }

@@ -45,7 +45,6 @@ Napi::Function NativeSwarm::Init(Napi::Env env) {
 
 NativeSwarm::NativeSwarm(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeSwarm>(info) {
   Napi::Env env = info.Env();
-  env_ = env;
   if (info.Length() < 2 || !info[0].IsObject() || !info[1].IsFunction())
     throw invalid(env, "NativeSwarm(options, onBatch) takes an options object and a function");
   Napi::Object o = info[0].As<Napi::Object>();
@@ -59,42 +58,15 @@ NativeSwarm::NativeSwarm(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Nati
   opts.recvBufferBytes = int(num(o, "recvBufferBytes", 0));
   opts.sendBufferBytes = int(num(o, "sendBufferBytes", 0));
   opts.maxBatchBytes = size_t(num(o, "maxBatchBytes", double(opts.maxBatchBytes)));
-  notify_ = Napi::ThreadSafeFunction::New(env, info[1].As<Napi::Function>(), "sightline.swarm", 0, 1);
-  notifyLive_ = true;
-  Napi::ThreadSafeFunction tsfn = notify_;
-  try {
-    swarm_ = guarded(env, [&] {
-      return std::make_unique<net::ClientSwarm>(opts, [tsfn]() mutable { tsfn.NonBlockingCall(); });
-    });
-  } catch (...) {
-    notify_.Release();
-    notifyLive_ = false;
-    throw;
-  }
-  napi_add_env_cleanup_hook(env, &NativeSwarm::cleanup, this);
-  hooked_ = true;
-}
-
-NativeSwarm::~NativeSwarm() {
-  if (hooked_) napi_remove_env_cleanup_hook(env_, &NativeSwarm::cleanup, this);
-  hooked_ = false;
-  shutdown();
-}
-
-void NativeSwarm::cleanup(void* self) {
-  auto* s = static_cast<NativeSwarm*>(self);
-  s->hooked_ = false;
-  s->shutdown();
-}
-
-void NativeSwarm::shutdown() {
-  if (swarm_) {
-    swarm_->stop();
+  notifier_ = std::make_unique<BatchNotifier>(env, info[1].As<Napi::Function>(), "sightline.swarm", [this] {
+    if (swarm_) swarm_->stop();
     swarm_.reset();
-  }
-  if (notifyLive_) {
-    notify_.Release();
-    notifyLive_ = false;
+  });
+  try {
+    swarm_ = guarded(env, [&] { return std::make_unique<net::ClientSwarm>(opts, notifier_->notify()); });
+  } catch (...) {
+    notifier_->release();
+    throw;
   }
 }
 
@@ -188,7 +160,7 @@ Napi::Value NativeSwarm::TakeBatch(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value NativeSwarm::Close(const Napi::CallbackInfo& info) {
-  shutdown();
+  notifier_->release();
   return info.Env().Undefined();
 }
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "batch_notifier.h"
 #include "swarm.h"
 
 namespace sightline::addon {
@@ -28,7 +29,7 @@ class NativeSwarm : public Napi::ObjectWrap<NativeSwarm> {
   // new NativeSwarm({ clients, firstAddress, threads, recvBufferBytes, sendBufferBytes,
   // maxBatchBytes }, onBatch); aim() names the server.
   NativeSwarm(const Napi::CallbackInfo& info);
-  ~NativeSwarm() override;
+  ~NativeSwarm() override = default;
 
  private:
   Napi::Value Start(const Napi::CallbackInfo& info);
@@ -40,14 +41,10 @@ class NativeSwarm : public Napi::ObjectWrap<NativeSwarm> {
   Napi::Value TakeBatch(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
   net::ClientSwarm& open(Napi::Env env);
-  void shutdown();
-  static void cleanup(void* self);
 
   std::unique_ptr<net::ClientSwarm> swarm_;
-  Napi::ThreadSafeFunction notify_;
-  bool notifyLive_ = false;
-  bool hooked_ = false;
-  napi_env env_ = nullptr;
+  // Stops swarm_ (its threads joined, the sockets closed) when released or at cleanup.
+  std::unique_ptr<BatchNotifier> notifier_;
   std::vector<uint8_t> batch_;
 };
 

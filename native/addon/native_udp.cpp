@@ -52,7 +52,6 @@ Napi::Function NativeUdp::Init(Napi::Env env) {
 
 NativeUdp::NativeUdp(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeUdp>(info) {
   Napi::Env env = info.Env();
-  env_ = env;
   if (info.Length() < 2 || !info[0].IsObject() || !info[1].IsFunction())
     throw invalid(env, "NativeUdp(options, onBatch) takes an options object and a function");
   Napi::Object o = info[0].As<Napi::Object>();
@@ -79,45 +78,17 @@ NativeUdp::NativeUdp(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeUd
   opts.maxBatchBytes = size_t(optNumber(o, "maxBatchBytes", double(opts.maxBatchBytes)));
   opts.dontFragment = optBool(o, "dontFragment", true);
 
-  notify_ = Napi::ThreadSafeFunction::New(env, info[1].As<Napi::Function>(), "sightline.udp", 0, 1);
-  notifyLive_ = true;
-  Napi::ThreadSafeFunction tsfn = notify_;
+  notifier_ = std::make_unique<BatchNotifier>(env, info[1].As<Napi::Function>(), "sightline.udp", [this] {
+    if (dp_) dp_->close();
+    dp_.reset();
+  });
   try {
-    dp_ = guarded(env, [&] {
-      return std::make_shared<net::DataPath>(opts, [tsfn]() mutable { tsfn.NonBlockingCall(); });
-    });
+    dp_ = guarded(env, [&] { return std::make_shared<net::DataPath>(opts, notifier_->notify()); });
   } catch (...) {
-    notify_.Release();
-    notifyLive_ = false;
+    notifier_->release();
     throw;
   }
   family_ = dp_->socket().family();
-  napi_add_env_cleanup_hook(env, &NativeUdp::cleanup, this);
-  hooked_ = true;
-}
-
-NativeUdp::~NativeUdp() {
-  if (hooked_) napi_remove_env_cleanup_hook(env_, &NativeUdp::cleanup, this);
-  hooked_ = false;
-  shutdown();
-}
-
-// The environment is going away (a worker thread ending) with the data path still open.
-void NativeUdp::cleanup(void* self) {
-  auto* u = static_cast<NativeUdp*>(self);
-  u->hooked_ = false;
-  u->shutdown();
-}
-
-void NativeUdp::shutdown() {
-  if (dp_) {
-    dp_->close();
-    dp_.reset();
-  }
-  if (notifyLive_) {
-    notify_.Release();
-    notifyLive_ = false;
-  }
 }
 
 net::DataPath& NativeUdp::open(Napi::Env env) {
@@ -340,7 +311,7 @@ Napi::Value NativeUdp::LastTick(const Napi::CallbackInfo& info) {
 // close(): waits for a tick's send in progress, joins the receive thread, closes the socket.
 // Idempotent. A World it is attached to goes on ticking without it.
 Napi::Value NativeUdp::Close(const Napi::CallbackInfo& info) {
-  shutdown();
+  notifier_->release();
   return info.Env().Undefined();
 }
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "batch_notifier.h"
 #include "data_path.h"
 
 namespace sightline::addon {
@@ -35,7 +36,7 @@ class NativeUdp : public Napi::ObjectWrap<NativeUdp> {
   // sendBufferBytes, recvBufferBytes, maxSessions, forwardAcks, maxBatchBytes, dontFragment } (the
   // package checks them); onBatch() runs on the JavaScript thread when a batch is waiting.
   NativeUdp(const Napi::CallbackInfo& info);
-  ~NativeUdp() override;
+  ~NativeUdp() override = default;
   // Null once closed.
   const std::shared_ptr<net::DataPath>& dataPath() const { return dp_; }
 
@@ -58,15 +59,10 @@ class NativeUdp : public Napi::ObjectWrap<NativeUdp> {
 
   net::DataPath& open(Napi::Env env);
   net::Endpoint endpointArg(const Napi::CallbackInfo& info, size_t i);
-  // Stops the receive thread, closes the socket, releases the notifier. Idempotent.
-  void shutdown();
-  static void cleanup(void* self);
 
   std::shared_ptr<net::DataPath> dp_;
-  Napi::ThreadSafeFunction notify_;
-  bool notifyLive_ = false;
-  bool hooked_ = false;
-  napi_env env_ = nullptr;
+  // Closes dp_ (its receive thread joined, the socket closed) when released or at cleanup.
+  std::unique_ptr<BatchNotifier> notifier_;
   int family_ = 0;
   std::vector<uint8_t> batch_;
   std::vector<double> times_;

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "check.h"
 #include "config.h"
 #include "data_path.h"
 #include "errors.h"
@@ -30,17 +31,6 @@ using namespace sightline::net;
 
 namespace {
 
-int failures = 0, checks = 0;
-#define NCHECK(cond, ...)                                        \
-  do {                                                           \
-    ++checks;                                                    \
-    if (!(cond)) {                                               \
-      ++failures;                                                \
-      std::fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);  \
-      std::fprintf(stderr, __VA_ARGS__);                         \
-      std::fprintf(stderr, "\n");                                \
-    }                                                            \
-  } while (0)
 
 Endpoint loopback(uint16_t port, const char* address = "127.0.0.1") {
   Endpoint e;
@@ -94,7 +84,7 @@ void sendsEachViewersBytes(unsigned threads) {
     if (i == kViewers) break;  // the last viewer has no session
     uint8_t t[8];
     token(i, t);
-    NCHECK(dp.sessions().add(ids[i], peers[i].at, t, monotonicMs()) == SessionTable::AddResult::Added, "add %u", i);
+    CHECK(dp.sessions().add(ids[i], peers[i].at, t, monotonicMs()) == SessionTable::AddResult::Added, "add %u", i);
     const uint32_t a = rng();
     dp.sessions().setInputAck(ids[i], uint16_t(a), uint16_t(a >> 16));
     inputAck[ids[i]] = a;
@@ -114,16 +104,16 @@ void sendsEachViewersBytes(unsigned threads) {
       const uint32_t a = inputAck[view.avatarId];
       setU16(want.data() + 8, uint16_t(a)), setU16(want.data() + 10, uint16_t(a >> 16));
       std::vector<uint8_t> got;
-      NCHECK(peers[v].next(got, 2000), "threads %u tick %d viewer %zu: no datagram", threads, tick, v);
-      NCHECK(got == want, "threads %u tick %d viewer %zu: %zu bytes received differ from the %zu the engine wrote", threads,
+      CHECK(peers[v].next(got, 2000), "threads %u tick %d viewer %zu: no datagram", threads, tick, v);
+      CHECK(got == want, "threads %u tick %d viewer %zu: %zu bytes received differ from the %zu the engine wrote", threads,
              tick, v, got.size(), want.size());
       ++compared;
     }
   }
   std::vector<uint8_t> extra;
-  for (auto& p : peers) NCHECK(!p.next(extra, 0), "a datagram beyond one a tick");
-  NCHECK(unrouted > 0, "the viewer without a session was never unrouted");
-  NCHECK(dp.totals().sent.load() == compared, "sent %llu, compared %llu", (unsigned long long)dp.totals().sent.load(),
+  for (auto& p : peers) CHECK(!p.next(extra, 0), "a datagram beyond one a tick");
+  CHECK(unrouted > 0, "the viewer without a session was never unrouted");
+  CHECK(dp.totals().sent.load() == compared, "sent %llu, compared %llu", (unsigned long long)dp.totals().sent.load(),
          (unsigned long long)compared);
   std::printf("native send, %u threads: %llu packets byte for byte as the engine wrote them\n", threads,
               (unsigned long long)compared);
@@ -180,7 +170,7 @@ void removalIsFinalDuringSends() {
   for (unsigned k = 0; k < kRemoved; ++k) {
     std::this_thread::sleep_for(std::chrono::microseconds(200 + rng() % 800));
     const unsigned i = order[k];
-    NCHECK(table.remove(1000 + i), "remove %u", i);
+    CHECK(table.remove(1000 + i), "remove %u", i);
     removedAt[i] = clock.fetch_add(1);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -194,8 +184,8 @@ void removalIsFinalDuringSends() {
     }
     if (lastSend[i].load() > removedAt[i]) ++late;
   }
-  NCHECK(late == 0, "%u removed sessions were sent to after their removal returned", late);
-  NCHECK(sentAfter > 0, "the sessions not removed stopped getting packets");
+  CHECK(late == 0, "%u removed sessions were sent to after their removal returned", late);
+  CHECK(sentAfter > 0, "the sessions not removed stopped getting packets");
   std::printf("%u sessions removed during %llu rounds of sends: none sent to after its removal\n", kRemoved,
               (unsigned long long)rounds.load());
 }
@@ -241,14 +231,14 @@ void refusalsAreCountedAndTheRestSent() {
   sender.sendRange(out.data(), index.data(), 0, kPackets, 0, c);
   unsigned dropped = 0, failed = 0;
   for (unsigned at : refuse) (at % 3 == 2 ? failed : dropped)++;
-  NCHECK(c.sent == kPackets - refuse.size() && c.dropped == dropped && c.failed == failed,
+  CHECK(c.sent == kPackets - refuse.size() && c.dropped == dropped && c.failed == failed,
          "sent %llu dropped %llu failed %llu", (unsigned long long)c.sent, (unsigned long long)c.dropped, (unsigned long long)c.failed);
-  NCHECK(sender.lastError() == EPERM, "lastError %d", sender.lastError());
+  CHECK(sender.lastError() == EPERM, "lastError %d", sender.lastError());
   // Every packet issued is noted in its session before it leaves, refused or not (a client may
   // acknowledge one while sendmmsg is still running).
   std::lock_guard<std::mutex> lock(table.mutex());
   for (uint32_t v : {500u, 503u})
-    NCHECK(table.findViewer(v)->lastSequence.load() == 0 && table.findViewer(v)->ackCredit.load() == kAckCreditStart + kAckCreditPerPacket,
+    CHECK(table.findViewer(v)->lastSequence.load() == 0 && table.findViewer(v)->ackCredit.load() == kAckCreditStart + kAckCreditPerPacket,
            "packet of viewer %u not noted in its session", v);
   std::printf("refusals: %u dropped (EAGAIN, ENOBUFS) and %u failed counted, the other %llu sent\n", dropped, failed,
               (unsigned long long)c.sent);
@@ -305,23 +295,23 @@ void receiverSortsDatagrams() {
   auto inject = [&](const std::vector<uint8_t>& m, const Endpoint& from) { rx.inject(m.data(), m.size(), from); };
   const ReceiveCounters& c = rx.counters();
   inject(ackMsg(other, 2, 0), victim);  // forged: the victim's address, another token
-  NCHECK(c.badTokens == 1 && c.acks == 0, "a forged ACK passed");
+  CHECK(c.badTokens == 1 && c.acks == 0, "a forged ACK passed");
   inject(ackMsg(tok, 2, 0), stranger);  // the right token from another address
-  NCHECK(c.strays == 1 && c.acks == 0, "an ACK from another address passed");
+  CHECK(c.strays == 1 && c.acks == 0, "an ACK from another address passed");
   inject(ackMsg(tok, 3, 0), victim);  // ahead of the newest sequence sent
-  NCHECK(c.badAcks == 1, "an ACK ahead of the newest packet passed");
-  NCHECK(s->ackCredit.load() == 14, "checks before the credit spent some: %d", s->ackCredit.load());
+  CHECK(c.badAcks == 1, "an ACK ahead of the newest packet passed");
+  CHECK(s->ackCredit.load() == 14, "checks before the credit spent some: %d", s->ackCredit.load());
   for (int k = 0; k < 16; ++k) inject(ackMsg(tok, uint16_t(k % 3), 0), victim);
-  NCHECK(c.acks == 14 && c.acksThrottled == 2, "credit: %llu passed, %llu throttled", (unsigned long long)c.acks.load(),
+  CHECK(c.acks == 14 && c.acksThrottled == 2, "credit: %llu passed, %llu throttled", (unsigned long long)c.acks.load(),
          (unsigned long long)c.acksThrottled.load());
   std::vector<QueuedAck> acks;
   rx.takeAcks(acks);
-  NCHECK(acks.size() == 14 && acks[0].viewer == 7 && acks[0].ack == 0 && acks[13].ack == 13 % 3, "queued acks");
+  CHECK(acks.size() == 14 && acks[0].viewer == 7 && acks[0].ack == 0 && acks[13].ack == 13 % 3, "queued acks");
   std::vector<uint8_t> ping(kPingBytes, 0), bye(kByeBytes, 0), input(kInputHeaderBytes + 5, 0);
   ping[0] = kMsgPing, bye[0] = kMsgBye, input[0] = kMsgInput;
   std::memcpy(ping.data() + 1, tok, 8), std::memcpy(bye.data() + 1, tok, 8), std::memcpy(input.data() + 1, tok, 8);
   inject(ping, victim);
-  NCHECK(c.pings == 1, "ping");
+  CHECK(c.pings == 1, "ping");
   inject(bye, victim);
   inject(input, victim);
   std::vector<uint8_t> badKind = input;
@@ -335,17 +325,17 @@ void receiverSortsDatagrams() {
   for (const auto& m : malformed) inject(m, stranger);
   std::vector<uint8_t> huge(kMaxClientMessageBytes + 1, 0);
   inject(huge, stranger);
-  NCHECK(c.longCodes[size_t(LongCode::UnknownType)] == 1 && c.malformed == 1, "a datagram longer than any message");
+  CHECK(c.longCodes[size_t(LongCode::UnknownType)] == 1 && c.malformed == 1, "a datagram longer than any message");
   std::vector<uint8_t> batch;
   rx.takeBatch(batch);
   std::vector<Record> rs = records(batch);
-  NCHECK(rs.size() == 4 + malformed.size(), "%zu records for JavaScript", rs.size());
+  CHECK(rs.size() == 4 + malformed.size(), "%zu records for JavaScript", rs.size());
   if (rs.size() >= 4) {
-    NCHECK(rs[0].bytes == bye && rs[0].from == "127.0.0.1:40001", "BYE record");
-    NCHECK(rs[1].bytes == input && rs[2].bytes == badKind, "INPUT records");
-    NCHECK(rs[3].bytes == hello && rs[3].from == "127.0.0.1:40002", "HELLO record");
+    CHECK(rs[0].bytes == bye && rs[0].from == "127.0.0.1:40001", "BYE record");
+    CHECK(rs[1].bytes == input && rs[2].bytes == badKind, "INPUT records");
+    CHECK(rs[3].bytes == hello && rs[3].from == "127.0.0.1:40002", "HELLO record");
   }
-  NCHECK(c.datagrams == 3 + 16 + 1 + 1 + 2 + 1 + malformed.size() + 1, "datagrams %llu", (unsigned long long)c.datagrams.load());
+  CHECK(c.datagrams == 3 + 16 + 1 + 1 + 2 + 1 + malformed.size() + 1, "datagrams %llu", (unsigned long long)c.datagrams.load());
   std::printf("receiver: forged, stray, early, throttled and malformed datagrams counted and dropped\n");
 }
 
@@ -369,7 +359,7 @@ void receiveThreadQueuesAcks() {
     dp.sessions().add(100 + i, clients[i].at, t, monotonicMs());
     for (uint16_t q = 0; q < kAcks; ++q) {  // credit and sequences for every ACK to come
       setU16(packet + 2, q);
-      NCHECK(dp.sendOne(100 + i, packet, sizeof packet) == 0, "sendOne");
+      CHECK(dp.sendOne(100 + i, packet, sizeof packet) == 0, "sendOne");
     }
   }
   std::vector<std::thread> senders;
@@ -397,15 +387,15 @@ void receiveThreadQueuesAcks() {
     dp.receiver().takeBatch(part);
     batch.insert(batch.end(), part.begin(), part.end());
   }
-  NCHECK(all.size() == kClients * kAcks, "%zu of %u ACKs queued", all.size(), kClients * kAcks);
+  CHECK(all.size() == kClients * kAcks, "%zu of %u ACKs queued", all.size(), kClients * kAcks);
   std::vector<uint16_t> next(kClients, 0);
   bool ordered = true;
   for (const QueuedAck& a : all) ordered &= a.viewer >= 100 && a.viewer < 100 + kClients && a.ack == next[a.viewer - 100]++ && a.ackBits == a.ack;
-  NCHECK(ordered, "a client's ACKs were queued out of order");
-  NCHECK(records(batch).size() == kClients && notified.load() >= 1, "BYEs for JavaScript: %zu, told %d", records(batch).size(),
+  CHECK(ordered, "a client's ACKs were queued out of order");
+  CHECK(records(batch).size() == kClients && notified.load() >= 1, "BYEs for JavaScript: %zu, told %d", records(batch).size(),
          notified.load());
   dp.close();
-  NCHECK(!dp.socket().isOpen(), "close() left the socket open");
+  CHECK(!dp.socket().isOpen(), "close() left the socket open");
   std::printf("receive thread: %zu ACKs queued in each client's order, %zu BYEs handed over\n", all.size(), records(batch).size());
 }
 
@@ -444,7 +434,7 @@ void closeWaitsForSends() {
   while (ticks.load() < 8) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   stop.store(true);
   ticker.join();
-  NCHECK(dp.totals().sent.load() == sentAtClose, "sent after close(): %llu then %llu", (unsigned long long)sentAtClose,
+  CHECK(dp.totals().sent.load() == sentAtClose, "sent after close(): %llu then %llu", (unsigned long long)sentAtClose,
          (unsigned long long)dp.totals().sent.load());
   std::printf("close() during sends: %llu packets before it, none after\n", (unsigned long long)sentAtClose);
 }
@@ -489,9 +479,9 @@ void swarmAcksAsClientWorld() {
     uint32_t bits = 0;
     for (int i = 0; i < 32; ++i) bits |= applied.count(newest - 1 - i) ? 1u << i : 0;
     std::vector<uint8_t> got, want = ackMsg(tok, uint16_t(newest), bits);
-    NCHECK(server.next(got, 2000), "no ACK for packet %d", k);
+    CHECK(server.next(got, 2000), "no ACK for packet %d", k);
     matched += got == want;
-    NCHECK(got == want, "packet %d (sequence %u): the ACK differs from ClientWorld's", k, s);
+    CHECK(got == want, "packet %d (sequence %u): the ACK differs from ClientWorld's", k, s);
   }
   swarm.stop();
   std::vector<double> counts(kSwarmCounterFields);
@@ -502,8 +492,8 @@ void swarmAcksAsClientWorld() {
 
 }  // namespace
 
-// Runs the checks above; returns the number that failed.
-int netChecks(int& checksRun) {
+// Runs the checks above (their results in test::failures and test::checks).
+void netChecks() {
   sendsEachViewersBytes(1);
   sendsEachViewersBytes(2);
   sendsEachViewersBytes(8);
@@ -513,6 +503,4 @@ int netChecks(int& checksRun) {
   receiveThreadQueuesAcks();
   closeWaitsForSends();
   swarmAcksAsClientWorld();
-  checksRun += checks;
-  return failures;
 }

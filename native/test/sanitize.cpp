@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "arena.h"
+#include "check.h"
 #include "config.h"
 #include "errors.h"
 #include "gather.h"
@@ -69,23 +70,13 @@ void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::f
 
 namespace {
 
-int failures = 0, checks = 0;
+using test::checks;
+using test::failures;
 // Snapshots in which a dense cell was divided twice as finely (its sub-cell held the walk cap).
 uint64_t finerCells = 0;
 void countFinerCells(const Snapshot& snap) {
   for (uint32_t k = 0; k < snap.denseCells(); ++k) finerCells += snap.dense[k].level;
 }
-
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    ++checks;                                              \
-    if (!(cond)) {                                         \
-      ++failures;                                          \
-      std::fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                   \
-      std::fprintf(stderr, "\n");                          \
-    }                                                      \
-  } while (0)
 
 uint16_t u16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
 
@@ -1033,8 +1024,8 @@ void changesPreparedDuringAPass() {
   std::printf("changes during a pass: 1,200 prepared while 4 passes ran, applied after each without allocating\n");
 }
 
-// native/test/net_checks.cpp: the native UDP data path. Returns its failures, adds its checks.
-int netChecks(int& checksRun);
+// native/test/net_checks.cpp: the native UDP data path (its checks in the same tally).
+void netChecks();
 
 int main() {
   threadPoolRunsEachIndexOnce();
@@ -1091,7 +1082,7 @@ int main() {
   } catch (const CoreError& e) {
     CHECK(e.code() == "ERR_SIGHTLINE_CONFIG_SPEED_EXCEEDS_CELL_PER_TICK", "code %s", e.code().c_str());
   }
-  failures += netChecks(checks);
+  netChecks();
   std::printf("%d passed, %d failed\n", checks - failures, failures);
   return failures == 0 ? 0 : 1;
 }

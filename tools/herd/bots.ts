@@ -5,7 +5,7 @@
 import { SightlineError } from 'sightline';
 import { UdpClient } from 'sightline/net';
 import { isEntryPoint } from '../cli/util.js';
-import { HeartbeatCheck, cpuMs } from './heartbeat-check.js';
+import { HeartbeatCheck, beliefOf, cpuMs } from './heartbeat-check.js';
 import { NativeBotSwarm } from './native-bots.js';
 import {
   MAX_BOT_CLIENTS,
@@ -108,21 +108,8 @@ export class BotSwarm {
     const beliefs: BotBelief[] = [];
     for (const { client } of this.#bots) {
       const avatar = client.avatar;
-      if (avatar === undefined) continue;
-      const world = client.world;
-      if (world.newestSequence < 0) continue;
-      const n = world.size;
-      const ids = new Uint32Array(n);
-      const x = new Int32Array(n);
-      const y = new Int32Array(n);
-      let i = 0;
-      for (const e of world.entities.values()) {
-        ids[i] = e.id;
-        x[i] = e.rawX;
-        y[i] = e.rawY;
-        i++;
-      }
-      beliefs.push({ avatar, tick: world.newestTick, ids, x, y });
+      const belief = avatar === undefined ? undefined : beliefOf(avatar, client.world);
+      if (belief !== undefined) beliefs.push(belief);
     }
     return { type: 'sample', round, clients: beliefs };
   }

@@ -1,6 +1,7 @@
-// What a bot checks of the heartbeat events it receives, and the bot process's CPU time; shared by
-// both kinds of bots (bots.ts, native-bots.ts).
-import { decodeHeartbeat } from './bot-messages.js';
+// What a bot reports, shared by both kinds of bots (bots.ts, native-bots.ts): its checks of the
+// heartbeat events it receives, what its world believes, the bot process's CPU time.
+import type { ClientWorld } from 'sightline/net';
+import { decodeHeartbeat, type BotBelief } from './bot-messages.js';
 
 /** Checks each heartbeat a client receives against the ones before it. */
 export class HeartbeatCheck {
@@ -42,4 +43,21 @@ export class HeartbeatCheck {
 export function cpuMs(): { user: number; system: number } {
   const cpu = process.cpuUsage();
   return { user: cpu.user / 1000, system: cpu.system / 1000 };
+}
+
+/** A client's held entities and their raw positions as of its newest packet; undefined before its first. */
+export function beliefOf(avatar: number, world: ClientWorld): BotBelief | undefined {
+  if (world.newestSequence < 0) return undefined;
+  const n = world.size;
+  const ids = new Uint32Array(n);
+  const x = new Int32Array(n);
+  const y = new Int32Array(n);
+  let i = 0;
+  for (const e of world.entities.values()) {
+    ids[i] = e.id;
+    x[i] = e.rawX;
+    y[i] = e.rawY;
+    i++;
+  }
+  return { avatar, tick: world.newestTick, ids, x, y };
 }

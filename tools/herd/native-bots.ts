@@ -12,7 +12,7 @@ import {
   type BotSampleReply,
   type BotStartMessage,
 } from './bot-messages.js';
-import { HeartbeatCheck, cpuMs } from './heartbeat-check.js';
+import { HeartbeatCheck, beliefOf, cpuMs } from './heartbeat-check.js';
 import { untilQuiet } from './settle.js';
 
 // Before reporting, the bots wait until no datagram has reached any of them for this long, up to
@@ -62,19 +62,8 @@ export class NativeBotSwarm {
     for (const i of this.#swarm.samples()) {
       const avatar = this.#swarm.avatarOf(i);
       const world = this.#swarm.worldOf(i);
-      if (avatar === undefined || world === undefined || world.newestSequence < 0) continue;
-      const n = world.size;
-      const ids = new Uint32Array(n);
-      const x = new Int32Array(n);
-      const y = new Int32Array(n);
-      let k = 0;
-      for (const e of world.entities.values()) {
-        ids[k] = e.id;
-        x[k] = e.rawX;
-        y[k] = e.rawY;
-        k++;
-      }
-      beliefs.push({ avatar, tick: world.newestTick, ids, x, y });
+      const belief = avatar === undefined || world === undefined ? undefined : beliefOf(avatar, world);
+      if (belief !== undefined) beliefs.push(belief);
     }
     return { type: 'sample', round, clients: beliefs };
   }
