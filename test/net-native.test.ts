@@ -4,11 +4,14 @@ import dgram from 'node:dgram';
 import { afterEach, describe, expect, it } from 'vitest';
 import { World, WorldConfig, mulberry32, type TickResult } from 'sightline';
 import { NativePath, nativePathAvailable } from '../lib/net/native-path.js';
+import { encodeAck, encodeBye, encodeHello, encodeInput, encodePing, type WelcomeMessage } from '../lib/net/protocol.js';
+import { HOST, harness, rawHandshake, rawSocket, runCleanups } from './helpers/net.js';
 
 const linux = nativePathAvailable();
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
+  await runCleanups();
 });
 
 function ackDatagram(token: Uint8Array, ack: number, ackBits: number): Uint8Array {
@@ -198,5 +201,74 @@ describe.skipIf(!linux)('native UDP data path', () => {
     await world.tick();
     await settle(50);
     expect(peer.got.length).toBe(1);
+  });
+
+  it('the same hostile datagrams cost the native and the dgram path the same counts, by the same decoder codes', async () => {
+    const seed = 77;
+    const rand = mulberry32(seed);
+    const servers = await Promise.all((['native', 'dgram'] as const).map(async (dataPath) => {
+      const h = await harness({ dataPath });
+      const raw = await rawSocket();
+      const welcome = (await rawHandshake(raw, h.port, 5)) as WelcomeMessage;
+      return { h, raw, welcome };
+    }));
+    // One list of datagrams; each goes to both servers, from the session's address (its token, or
+    // another) or from a stranger's.
+    const datagrams: { bytes: (token: Uint8Array) => Uint8Array; fromSession: boolean }[] = [];
+    const junk = (n: number): Uint8Array => Uint8Array.from({ length: n }, () => Math.floor(rand() * 256));
+    const other = junk(8);
+    for (let i = 0; i < 300; i++) {
+      // Every random draw is made here, so both servers get the same bytes (but their own token).
+      const k = Math.floor(rand() * 12);
+      const fromSession = rand() < 0.7;
+      const n = Math.floor(rand() * 1500);
+      const seq = Math.floor(rand() * 65536);
+      const own = rand() < 0.5;
+      const tok = (t: Uint8Array): Uint8Array => (own ? t : other);
+      const j1 = junk(n);
+      const j2 = junk(1100 + n); // longer than any client message
+      const j3 = junk(n % 300);
+      const j4 = junk(n % 2000);
+      const j5 = junk(20 + (n % 1500));
+      datagrams.push({
+        fromSession,
+        bytes: [
+          () => j1,
+          () => j2,
+          (t: Uint8Array) => encodeAck(tok(t), seq, seq),
+          (t: Uint8Array) => encodeAck(t, seq, 0).subarray(0, 1 + (n % 14)),
+          (t: Uint8Array) => encodePing(tok(t)),
+          (t: Uint8Array) => Uint8Array.of(...encodePing(t), 0),
+          (t: Uint8Array) => encodeInput({ token: tok(t), kind: n % 2, sequence: seq, payload: j3 }),
+          (t: Uint8Array) => {
+            const b = encodeInput({ token: t, kind: 0, sequence: seq, payload: j3.subarray(0, 3) });
+            b[9] = 2 + (n % 200);
+            return b;
+          },
+          () => encodeHello({ protocolHash: 1 + seq, nonce: seq }),
+          () => {
+            const b = encodeHello({ protocolHash: 1, nonce: seq });
+            b[1 + (n % 4)] ^= 0xff;
+            return b;
+          },
+          () => Uint8Array.of(0xa1 + (n % 15), ...j4),
+          () => Uint8Array.of(1, ...j5),
+        ][k],
+      });
+    }
+    // A BYE with another token last: dropped on both.
+    datagrams.push({ fromSession: true, bytes: () => encodeBye(other) });
+    for (const { h, raw, welcome } of servers) {
+      const port = (raw.s.address() as { port: number }).port;
+      for (const d of datagrams) h.server.handleDatagram(d.bytes(welcome.token), HOST, d.fromSession ? port : port + 1);
+    }
+    const [a, b] = servers.map((x) => x.h.server);
+    const fields = ['datagramsReceived', 'bytesReceived', 'malformed', 'strays', 'badTokens', 'badAcks', 'acks', 'acksThrottled', 'challenges', 'inputs', 'connects', 'disconnects'] as const;
+    const pickCounts = (c: Record<string, number>) => Object.fromEntries(fields.map((f) => [f, c[f]]));
+    expect(pickCounts(a.counters as never), `seed ${seed}`).toEqual(pickCounts(b.counters as never));
+    expect(a.counters.malformed).toBeGreaterThan(50);
+    expect(a.counters.badTokens).toBeGreaterThan(10);
+    expect({ ...a.malformedCodes }).toEqual({ ...b.malformedCodes });
+    expect(a.clientCount).toBe(1);
   });
 });

@@ -128,9 +128,12 @@ export class NetHerd {
   #rounds = 0;
   #skipped = 0;
   #sampleRound = 0;
-  // Heartbeats: the next number, and those queued per avatar.
-  #beat = 0;
+  // Heartbeats: those queued per avatar (a client's numbers count up from 0), and the clients
+  // whose heartbeat goes out on each tick of a second (the clients are spread over the second's
+  // ticks: emitting to thousands at once would hold the event loop for tens of milliseconds).
   readonly #sentTo = new Map<EntityId, number>();
+  readonly #beatGroups: Set<EntityId>[];
+  #nextGroup = 0;
   #eventsSent = 0;
   #eventsDropped = 0;
   #acksApplied = 0;
@@ -155,6 +158,7 @@ export class NetHerd {
     this.#ringTick = new Float64Array(ring).fill(-1);
     this.#ringX = Array.from({ length: ring }, () => new Int32Array(options.ids.length));
     this.#ringY = Array.from({ length: ring }, () => new Int32Array(options.ids.length));
+    this.#beatGroups = Array.from({ length: this.#tickHz }, () => new Set<EntityId>());
     for (let i = 0; i < options.ids.length; i++) this.#indexOf.set(options.ids[i], i);
     this.#botKind = options.bots ?? (NET_NATIVE_BOTS ? 'native' : 'node');
     const common = {
@@ -224,15 +228,16 @@ export class NetHerd {
 
   /**
    * After tick index `tick` (0 for the first): sends the tick's packets, keeps the herd's positions
-   * as the truth for `result.tick`, emits a heartbeat to every client on each whole second (tick
-   * index divisible by tickHz) and asks the bots for their beliefs half a second later.
+   * as the truth for `result.tick`, emits a heartbeat to this tick's group of clients (each client
+   * is in one of tickHz groups: one heartbeat each a second) and, half a second after each whole
+   * second, asks the bots for their beliefs.
    */
   onTick(result: TickResult, tick: number): void {
     this.#server.sendTick(result);
     this.#countAcks();
     this.#recordTruth(result.tick);
     const phase = tick % this.#tickHz;
-    if (phase === 0) this.#heartbeat();
+    this.#heartbeat(phase);
     if (phase === Math.floor(this.#tickHz / 2)) this.#requestSample();
   }
 
@@ -408,6 +413,7 @@ export class NetHerd {
       this.#freed.push(avatar);
       throw e;
     }
+    this.#beatGroups[this.#nextGroup++ % this.#tickHz].add(avatar);
     return avatar;
   }
 
@@ -417,6 +423,7 @@ export class NetHerd {
     } catch {
       // not a viewer any more: nothing to undo
     }
+    for (const g of this.#beatGroups) g.delete(viewer);
     this.#freed.push(viewer);
   }
 
@@ -435,12 +442,13 @@ export class NetHerd {
     this.#ringTick[k] = tick;
   }
 
-  #heartbeat(): void {
-    const bytes = encodeHeartbeat(this.#beat++);
-    for (const v of this.#server.viewers()) {
+  // The heartbeats of the clients in this tick's group: each client's next number.
+  #heartbeat(phase: number): void {
+    for (const v of this.#beatGroups[phase]) {
+      const n = this.#sentTo.get(v) ?? 0;
       try {
-        this.#world.emit(bytes, { viewer: v });
-        this.#sentTo.set(v, (this.#sentTo.get(v) ?? 0) + 1);
+        this.#world.emit(encodeHeartbeat(n), { viewer: v });
+        this.#sentTo.set(v, n + 1);
         this.#eventsSent++;
       } catch {
         this.#eventsDropped++;
