@@ -119,7 +119,7 @@ Grid::Grid(const Config& c) : cellRadius(c.cellRadius), S(c.subGridDivisions) {
 }
 
 uint64_t Snapshot::memoryBytes() const {
-  return vectorBytes(cellStart) + vectorBytes(denseIndex) + vectorBytes(dense) + vectorBytes(subStart) + vectorBytes(ents) + vectorBytes(packed) +
+  return vectorBytes(cellStart) + vectorBytes(denseIndex) + vectorBytes(dense) + vectorBytes(subStart) + vectorBytes(ents) + vectorBytes(packed) + vectorBytes(slotIndex) +
          vectorBytes(slotCell_) + vectorBytes(cursor_) + vectorBytes(tmpEnts_) + vectorBytes(tmpPacked_) + vectorBytes(slotPacked_) +
          vectorBytes(grid_.ringDx) + vectorBytes(grid_.ringDy) + vectorBytes(grid_.ringEnd) + vectorBytes(grid_.sub[0].order) +
          vectorBytes(grid_.sub[1].order);
@@ -138,6 +138,7 @@ void Snapshot::plan(const EntityStore& store) {
   const uint32_t cpa = c.cellsPerAxis;
 
   if (slotCell_.size() < hw) slotCell_.resize(store.capacity()), slotPacked_.resize(store.capacity());
+  if (slotIndex.size() < hw) slotIndex.resize(store.capacity(), 0);
   std::fill(cursor_.begin(), cursor_.end(), 0u);
 
   // The cell of each live slot, counts per cell.
@@ -258,6 +259,10 @@ void Snapshot::fill(const EntityStore& store) {
     std::fill(denseIndex.begin(), denseIndex.end(), -1);
   }
   denseCells_ = dense;
+
+  // Where each entity landed (a slot left out keeps an older index: see slotIndex).
+  uint32_t* where = slotIndex.data();
+  for (uint32_t i = 0; i < count_; ++i) where[slotOfId(ents[i].id)] = i;
 }
 
 }  // namespace sightline

@@ -423,18 +423,21 @@ void World::startTick() noexcept {
 void World::reserveScratch(unsigned threads) {
   while (scratch_.size() < threads) scratch_.push_back(std::make_unique<Scratch>());
   for (auto& s : scratch_) {
-    // Candidates: at most every entity (the snapshot holds at most highWater of them).
-    size_t n = size_t{store_.highWater()} + kGatherSlack;
+    // Candidates: at most every entity (the snapshot holds at most highWater of them), then the
+    // held ghosts not eligible that the pass appends (at most the table).
+    size_t n = size_t{store_.highWater()} + kGatherSlack + config_.ghostTableCapacity;
     if (s->candD2.size() < n) {
       n += n / 4;
       s->candD2.resize(n), s->candIndex.resize(n), s->candIdOdo.resize(n), s->eligible.resize(n), s->buckets.resize(n);
       s->indices.resize(2 * n + 2 * kSplitSlack);
     }
-    if (s->scored.size() < config_.ghostCap) {
-      s->scored.resize(config_.ghostCap), s->chosen.resize(config_.ghostCap);
-      s->scores.resize(config_.ghostCap + kSplitSlack);
-      s->lists.resize(2 * size_t{config_.ghostCap}), s->keys.resize(config_.ghostCap + kSplitSlack);
-      s->kept.resize(config_.ghostCap), s->words.resize(config_.ghostCap);
+    // Scored: the eligible candidates (ghostCap) and the held ghosts past the cap (at most the table).
+    const size_t scored = size_t{config_.ghostCap} + config_.ghostTableCapacity;
+    if (s->scored.size() < scored) {
+      s->scored.resize(scored), s->chosen.resize(scored);
+      s->scores.resize(scored + kSplitSlack);
+      s->lists.resize(2 * scored), s->keys.resize(scored + kSplitSlack);
+      s->kept.resize(scored), s->words.resize(config_.ghostCap);
       s->removals.resize(config_.ghostTableCapacity), s->evicted.resize(config_.ghostTableCapacity);
       s->stale.resize(config_.ghostTableCapacity + 16);
     }
