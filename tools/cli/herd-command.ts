@@ -42,8 +42,20 @@ export function registerHerdCommand(program: Command): Command {
         integerOption(1, NET_MAX_CLIENTS),
       ),
     )
-import { NET_DEFAULT_CLIENTS, NET_MAX_CLIENTS, NET_NATIVE_BOTS } from '../herd/net-herd.js';
-import { HERD_DEFAULT_SECONDS, HERD_NETS, HERD_WEB_HOST, HERD_WEB_PORT, runHerd, type HerdCommandOptions, type HerdNet, type HerdProgress, type HerdReport } from '../herd/run.js';
+    .addOption(
+      new Option('--bots <kind>', 'with --net udp: native (light clients acknowledging natively, every 64th keeping what it believes; Linux) or node (a UdpClient each)')
+        .choices(['native', 'node'])
+        .default(NET_NATIVE_BOTS ? 'native' : 'node'),
+    )
+    .addOption(
+      new Option('--data-path <path>', "with --net udp: the server's data path, native (Linux: sendmmsg from the pass threads, a recvmmsg thread) or dgram (node:dgram)").choices([
+        'native',
+        'dgram',
+      ]),
+    )
+    .option('--web', 'serve the live page: a browser joins as a WebSocket client and draws what it believes next to the truth', false)
+    .addOption(new Option('--web-port <n>', 'port of the live page (0 = a free one)').argParser(integerOption(0, 65535)).default(HERD_WEB_PORT))
+    .addOption(new Option('--web-host <address>', 'address the live page is served on').default(HERD_WEB_HOST))
     .option('--json', 'print the report as one JSON object on stdout, nothing else', false)
     .option('--no-progress', 'no live progress line')
     .action(async (opts: HerdCommandOptions, command: Command) => {
