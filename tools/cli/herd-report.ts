@@ -125,6 +125,7 @@ function networkRows(n: NetworkReport): Row[] {
     ['acks sent (bots) / applied (server)', `${fmt(b.acksSent)} / ${fmt(n.acksApplied)}${n.acksPending > 0 ? ` (+${fmt(n.acksPending)} after the last tick)` : ''}`],
     ['perceived error mean / p99', `${m(p.mean)} / ${m(p.p99)}`],
     ['perceived error worst', `${m(p.worst)} (${fmt(p.samples)} samples, ${fmt(p.rounds)} rounds)`],
+    ['in-process twins: error mean / p99', `${m(n.inProcessErrorM.mean)} / ${m(n.inProcessErrorM.p99)} (${fmt(n.inProcessErrorM.clients)} clients)`],
     ['entities held per client (mean)', fmt(b.heldMean, 1)],
     ['events sent / delivered', `${fmt(e.sent)} / ${fmt(e.delivered)}`],
     ['events lost / duplicated', `${fmt(e.lost)} / ${fmt(e.duplicated)}`, '0 / 0', e.lost === 0 && e.duplicated === 0],

@@ -5,9 +5,9 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { RAW_PER_METER, SightlineError, mulberry32, type EntityId, type TickResult, type World } from 'sightline';
+import { SightlineError, type EntityId, type TickResult, type World } from 'sightline';
 import { UdpClientSwarm, UdpServer } from 'sightline/net';
-import { summarize } from './metrics.js';
+import { PerceivedErrors } from './perceived.js';
 import type { BotTotals, NetHerdOptions, NetworkCpu, NetworkEvents, NetworkReport } from './net-report.js';
 import { MAX_NATIVE_BOT_CLIENTS } from './native-bots.js';
 
@@ -17,7 +17,6 @@ import {
   encodeHeartbeat,
   type BotConnectedMessage,
   type BotReportReply,
-  type BotSampleReply,
   type BotsToParent,
   type ParentToBots,
 } from './bot-messages.js';
@@ -55,8 +54,6 @@ const REPORT_TIMEOUT_MS = 10_000;
 const SETTLE_QUIET_MS = 100;
 const SETTLE_MAX_MS = 2_000;
 const EXIT_TIMEOUT_MS = 3000;
-// Position errors kept for percentiles (a uniform sample beyond that); mean and worst stay exact.
-const ERROR_RESERVOIR = 1 << 20;
 // Characters of the bot process's stderr kept for error messages.
 const STDERR_TAIL = 4000;
 
@@ -64,37 +61,6 @@ interface Waiter {
   resolve(m: BotsToParent): void;
   reject(e: Error): void;
   timer: ReturnType<typeof setTimeout>;
-}
-
-// Exact count, sum and maximum of position errors, with a uniform sample for percentiles.
-class ErrorSample {
-  count = 0;
-  sum = 0;
-  worst = 0;
-  #values = new Float64Array(4096);
-  #length = 0;
-  readonly #rand = mulberry32(0x5eed);
-
-  push(v: number): void {
-    this.count++;
-    this.sum += v;
-    if (v > this.worst) this.worst = v;
-    if (this.#length < ERROR_RESERVOIR) {
-      if (this.#length === this.#values.length) {
-        const grown = new Float64Array(this.#values.length * 2);
-        grown.set(this.#values);
-        this.#values = grown;
-      }
-      this.#values[this.#length++] = v;
-      return;
-    }
-    const j = Math.floor(this.#rand() * this.count);
-    if (j < ERROR_RESERVOIR) this.#values[j] = v;
-  }
-
-  values(): Float64Array {
-    return this.#values.subarray(0, this.#length);
-  }
 }
 
 function botsScript(): string {
@@ -120,13 +86,7 @@ export class NetHerd {
   #nextAvatar = 0;
   readonly #freed: EntityId[] = [];
   // Truth history: ring of the herd's raw positions by tick (herd order).
-  readonly #ringTick: Float64Array;
-  readonly #ringX: Int32Array[];
-  readonly #ringY: Int32Array[];
-  readonly #indexOf = new Map<number, number>();
-  readonly #errors = new ErrorSample();
-  #rounds = 0;
-  #skipped = 0;
+  readonly #perceived: PerceivedErrors;
   #sampleRound = 0;
   // Heartbeats: those queued per avatar (a client's numbers count up from 0), and the clients
   // whose heartbeat goes out on each tick of a second (the clients are spread over the second's
@@ -154,12 +114,8 @@ export class NetHerd {
     this.#world = world;
     this.#options = options;
     this.#tickHz = world.config.tickHz;
-    const ring = Math.max(8, 2 * this.#tickHz);
-    this.#ringTick = new Float64Array(ring).fill(-1);
-    this.#ringX = Array.from({ length: ring }, () => new Int32Array(options.ids.length));
-    this.#ringY = Array.from({ length: ring }, () => new Int32Array(options.ids.length));
+    this.#perceived = new PerceivedErrors(world, options.ids, options.slots);
     this.#beatGroups = Array.from({ length: this.#tickHz }, () => new Set<EntityId>());
-    for (let i = 0; i < options.ids.length; i++) this.#indexOf.set(options.ids[i], i);
     this.#botKind = options.bots ?? (NET_NATIVE_BOTS ? 'native' : 'node');
     const common = {
       config: world.config,
@@ -235,7 +191,7 @@ export class NetHerd {
   onTick(result: TickResult, tick: number): void {
     this.#server.sendTick(result);
     this.#countAcks();
-    this.#recordTruth(result.tick);
+    this.#perceived.recordTick(result);
     const phase = tick % this.#tickHz;
     this.#heartbeat(phase);
     if (phase === Math.floor(this.#tickHz / 2)) this.#requestSample();
@@ -394,7 +350,7 @@ export class NetHerd {
       this.#failWaiters(`the bot process failed: ${m.message}`);
       return;
     }
-    if (m?.type === 'sample') this.#takeSample(m);
+    if (m?.type === 'sample') this.#perceived.takeBeliefs(m.clients);
     const w = this.#waiters.get(m?.type);
     if (w !== undefined) {
       this.#waiters.delete(m.type);
@@ -427,21 +383,6 @@ export class NetHerd {
     this.#freed.push(viewer);
   }
 
-  #recordTruth(tick: number): void {
-    const k = tick % this.#ringTick.length;
-    const { slots } = this.#options;
-    const X = this.#world.positions.x;
-    const Y = this.#world.positions.y;
-    const tx = this.#ringX[k];
-    const ty = this.#ringY[k];
-    for (let i = 0; i < slots.length; i++) {
-      const s = slots[i];
-      tx[i] = X[s];
-      ty[i] = Y[s];
-    }
-    this.#ringTick[k] = tick;
-  }
-
   // The heartbeats of the clients in this tick's group: each client's next number.
   #heartbeat(phase: number): void {
     for (const v of this.#beatGroups[phase]) {
@@ -456,31 +397,10 @@ export class NetHerd {
     }
   }
 
+  // The bots' beliefs (they answer later), and the in-process twins' now.
   #requestSample(): void {
     this.#post({ type: 'sample', round: this.#sampleRound++ });
-  }
-
-  #takeSample(reply: BotSampleReply): void {
-    this.#rounds++;
-    const ring = this.#ringTick;
-    const index = this.#indexOf;
-    const errors = this.#errors;
-    for (const b of reply.clients) {
-      const k = b.tick % ring.length;
-      if (ring[k] !== b.tick) {
-        this.#skipped++;
-        continue;
-      }
-      const tx = this.#ringX[k];
-      const ty = this.#ringY[k];
-      for (let j = 0; j < b.ids.length; j++) {
-        const i = index.get(b.ids[j]);
-        if (i === undefined) continue;
-        const dx = b.x[j] - tx[i];
-        const dy = b.y[j] - ty[i];
-        errors.push(Math.sqrt(dx * dx + dy * dy) / RAW_PER_METER);
-      }
-    }
+    this.#perceived.sampleTwins();
   }
 
   // Ticks at the tick rate while any client has heartbeats awaiting acknowledgement; at most half a second.
@@ -496,7 +416,7 @@ export class NetHerd {
       const result = await this.#world.tick();
       this.#server.sendTick(result);
       this.#countAcks();
-      this.#recordTruth(result.tick);
+      this.#perceived.recordTick(result);
       ticks++;
     }
     if (ticks > 0) await new Promise((resolve) => setTimeout(resolve, period));
@@ -563,8 +483,7 @@ export class NetHerd {
     }
     for (const [avatar, sent] of this.#sentTo) if (!reported.has(avatar)) events.lost += sent;
     bots.heldMean = sampled > 0 ? held / sampled : 0;
-    const e = this.#errors;
-    const d = summarize(e.values());
+    const perceived = this.#perceived.report();
     const connected = this.#connected;
     return {
       transport: 'udp',
@@ -587,15 +506,8 @@ export class NetHerd {
       acksRefused: this.#acksRefused,
       acksPending: this.#server.dataPath === 'native' ? this.#server.counters.acks - this.#acksApplied - this.#acksRefused : 0,
       bots,
-      perceivedErrorM: {
-        samples: e.count,
-        rounds: this.#rounds,
-        skipped: this.#skipped,
-        mean: e.count > 0 ? e.sum / e.count : null,
-        p50: e.count > 0 ? d.p50 : null,
-        p99: e.count > 0 ? d.p99 : null,
-        worst: e.count > 0 ? e.worst : null,
-      },
+      perceivedErrorM: perceived.bots,
+      inProcessErrorM: perceived.twins,
       events,
     };
   }

@@ -131,5 +131,12 @@ export interface NetworkReport {
   acksPending: number;
   bots: BotTotals;
   perceivedErrorM: PerceivedError;
+  /**
+   * The same measure for in-process twins of some sampled clients (ClientWorlds in the server's
+   * process fed every tick with their viewer's packet: what a client that loses nothing and waits
+   * for nothing would believe), taken when the bots are asked for theirs: the reference for
+   * `perceivedErrorM`. `clients`: the twins.
+   */
+  inProcessErrorM: PerceivedError & { clients: number };
   events: NetworkEvents;
 }
