@@ -13,7 +13,8 @@ function sightline(...args: string[]): SpawnSyncReturns<string> {
 
 describe('sightline herd', () => {
   it('--json prints one JSON report with sane numbers', () => {
-    const r = sightline('herd', '--scenario', 'uniform', '--entities', '2000', '--viewers', '200', '--seconds', '1', '--json');
+    // Without the governor, so that every viewer is served every tick whatever the machine's load.
+    const r = sightline('herd', '--scenario', 'uniform', '--entities', '2000', '--viewers', '200', '--seconds', '1', '--no-governor', '--json');
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     const lines = r.stdout.trim().split('\n');
@@ -35,7 +36,9 @@ describe('sightline herd', () => {
     // 20 ticks are due; the run is cut at 1 s of wall-clock time, so a slow machine runs fewer.
     const m = report.metrics;
     expect(m.ticks).toBe(report.loop.ticks);
-    expect(m.ticks).toBeGreaterThanOrEqual(15);
+    // Against the instrumented addon (npm run test:asan-addon, SIGHTLINE_ADDON set) a tick takes
+    // several times longer, so fewer of the 20 fit in the second; the report's shape is still checked.
+    expect(m.ticks).toBeGreaterThanOrEqual(process.env.SIGHTLINE_ADDON ? 1 : 15);
     expect(m.ticks).toBeLessThanOrEqual(20);
     expect(['completed', 'stopped']).toContain(report.loop.reason);
     expect(m.seconds).toBeGreaterThan(0.9);
@@ -98,7 +101,7 @@ describe('sightline herd', () => {
   it('prints a readable report without --json', () => {
     const r = sightline('herd', '--scenario', 'trips', '--entities', '500', '--viewers', '50', '--seconds', '0.5');
     expect(r.status).toBe(0);
-    for (const text of ['sightline herd: trips, 500 entities, 50 viewers', '1200-byte packets (98 slots)', 'pass time p50', '≤ 12 ms', 'records per packet', 'of 98 slots', 'late ticks', 'bandwidth, per client', 'in range, never sent', 'event-loop delay']) {
+    for (const text of ['sightline herd: trips, 500 entities, 50 viewers', '1200-byte packets (98 slots)', 'pass time p50', '≤ 12 ms', 'records per packet', 'of 98 slots', 'late ticks', 'bandwidth, per client', 'in range, never sent', 'event-loop delay', 'tick governor', 'ticks at level 0 / 1 / 2 / 3 / 4 / 5']) {
       expect(r.stdout).toContain(text);
     }
     expect(r.stdout).toMatch(/targets (met|MISSED)/);
@@ -117,6 +120,7 @@ describe('sightline herd', () => {
     [['--overrun', 'skip'], /--overrun.*'skip'.*stretch, drop/s],
     [['--entities', '100', '--viewers', '101'], /--viewers.*'101'.*at most --entities \(100\)/s],
     [['--frobnicate'], /unknown option '--frobnicate'/],
+    [['--congestion'], /--congestion' needs --net udp/],
   ])('bad flags %j exit with code 2 and name the flag', (args, message) => {
     const seconds = args.includes('--seconds') ? [] : ['--seconds', '0.1'];
     const r = sightline('herd', ...args, ...seconds, '--json');

@@ -1024,8 +1024,10 @@ void changesPreparedDuringAPass() {
   std::printf("changes during a pass: 1,200 prepared while 4 passes ran, applied after each without allocating\n");
 }
 
+#if SIGHTLINE_NATIVE_UDP
 // native/test/net_checks.cpp: the native UDP data path (its checks in the same tally).
 void netChecks();
+#endif
 
 int main() {
   threadPoolRunsEachIndexOnce();
@@ -1082,7 +1084,9 @@ int main() {
   } catch (const CoreError& e) {
     CHECK(e.code() == "ERR_SIGHTLINE_CONFIG_SPEED_EXCEEDS_CELL_PER_TICK", "code %s", e.code().c_str());
   }
+#if SIGHTLINE_NATIVE_UDP
   netChecks();
+#endif
   std::printf("%d passed, %d failed\n", checks - failures, failures);
   return failures == 0 ? 0 : 1;
 }
