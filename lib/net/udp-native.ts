@@ -7,7 +7,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { SightlineError } from '../errors.js';
 import { TickResult, sourceOf } from '../tick-result.js';
-import { World } from '../world.js';
+import { World, congestionObserverOf } from '../world.js';
 import type { EntityId } from '../world-types.js';
 import { ERRNO, NativePath, type NativeCounters } from './native-path.js';
 import { nowMs } from './options.js';
@@ -37,8 +37,10 @@ export class NativeSocket {
   #host: SessionHost<Endpoint> | undefined;
   #path: NativePath | undefined;
   #world: World | undefined;
-  // Whether the ACKs go to JavaScript: an onAck listener, or a world that is not a World.
+  // Whether the ACKs go to JavaScript: an onAck listener, a world that is not a World, or a
+  // World's congestion control (it times each acknowledgement as it reaches JavaScript).
   #forwardAcks = false;
+  #observe: ((viewer: EntityId, ack: number, ackBits: number) => void) | undefined;
   #sentTick = -1;
   #buffers: { send: number; recv: number } | undefined;
   // Datagrams of the path's batches taken in here, and their bytes: the path counts them as
@@ -79,8 +81,11 @@ export class NativeSocket {
     const { type } = this.#o;
     // The SessionHost checked the world: a World, or an object with acknowledge().
     const w: unknown = this.#o.listener.world;
-    if (w instanceof World) this.#world = w;
-    this.#forwardAcks = this.#o.listener.onAck !== undefined || (w !== undefined && this.#world === undefined);
+    if (w instanceof World) {
+      this.#world = w;
+      this.#observe = congestionObserverOf(w);
+    }
+    this.#forwardAcks = this.#o.listener.onAck !== undefined || (w !== undefined && this.#world === undefined) || this.#observe !== undefined;
     let address = this.#o.address;
     if (isIP(address) === 0) {
       try {
@@ -249,5 +254,6 @@ export class NativeSocket {
   // World (whose acknowledge the path cannot call itself; a World has taken it natively).
   readonly #onAck = (viewer: EntityId, ack: number, ackBits: number): void => {
     this.#host?.passOn(viewer, ack, ackBits, this.#world === undefined);
+    this.#observe?.(viewer, ack, ackBits);
   };
 }
