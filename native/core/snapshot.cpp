@@ -122,7 +122,8 @@ uint64_t Snapshot::memoryBytes() const {
   return vectorBytes(cellStart) + vectorBytes(denseIndex) + vectorBytes(dense) + vectorBytes(subStart) + vectorBytes(ents) + vectorBytes(packed) + vectorBytes(slotIndex) +
          vectorBytes(slotCell_) + vectorBytes(cursor_) + vectorBytes(tmpEnts_) + vectorBytes(tmpPacked_) + vectorBytes(slotPacked_) +
          vectorBytes(grid_.ringDx) + vectorBytes(grid_.ringDy) + vectorBytes(grid_.ringEnd) + vectorBytes(grid_.sub[0].order) +
-         vectorBytes(grid_.sub[1].order);
+         vectorBytes(grid_.sub[1].order) + vectorBytes(fields) + vectorBytes(tmpFields_) + vectorBytes(stateMarks) +
+         vectorBytes(tmpStateMarks_) + vectorBytes(slotKind) + vectorBytes(slotExtra);
 }
 
 Snapshot::Snapshot(const Config& c)
@@ -138,6 +139,10 @@ void Snapshot::plan(const EntityStore& store) {
   const uint32_t cpa = c.cellsPerAxis;
 
   if (slotCell_.size() < hw) slotCell_.resize(store.capacity()), slotPacked_.resize(store.capacity());
+  // Kinds and attributes, once either is in use (which only a call from the game changes, never
+  // the tick between plan and fill).
+  const bool state = store.stateInUse();
+  if (state && slotKind.size() < store.capacity()) slotKind.resize(store.capacity()), slotExtra.resize(store.capacity());
   if (slotIndex.size() < hw) slotIndex.resize(store.capacity(), 0);
   std::fill(cursor_.begin(), cursor_.end(), 0u);
 
@@ -159,10 +164,13 @@ void Snapshot::plan(const EntityStore& store) {
   planned_ = n, plannedOutside_ = outside, plannedHighWater_ = hw;
 
   // Room for the entities, and for the dense cells' sub-grids at the finer of the two levels.
+  const bool hasFields = store.fieldCount() > 0;
   if (ents.size() < n) {
     size_t cap = std::max<size_t>(n, store.capacity());
     ents.resize(cap), packed.resize(cap);
+    if (hasFields) fields.resize(cap);
   }
+  if (state && stateMarks.size() < ents.size()) stateMarks.resize(ents.size());
   uint32_t denseCount = 0, largestDense = 0;
   for (uint32_t cell = 0; cell < c.cellCount; ++cell) {
     if (cursor_[cell] < c.denseCellThreshold) continue;
@@ -174,7 +182,11 @@ void Snapshot::plan(const EntityStore& store) {
     const size_t blocks = size_t{denseCount} * (S * S + 1);
     if (subStart.size() < blocks) subStart.resize(blocks);
     if (dense.size() < denseCount) dense.resize(denseCount);
-    if (tmpEnts_.size() < largestDense) tmpEnts_.resize(largestDense), tmpPacked_.resize(largestDense);
+    if (tmpEnts_.size() < largestDense) {
+      tmpEnts_.resize(largestDense), tmpPacked_.resize(largestDense);
+      if (hasFields) tmpFields_.resize(largestDense);
+    }
+    if (state && tmpStateMarks_.size() < largestDense) tmpStateMarks_.resize(std::max<size_t>(largestDense, tmpEnts_.size()));
   }
 }
 
@@ -201,12 +213,31 @@ void Snapshot::fill(const EntityStore& store) {
   // Pass 2: scatter in slot order (stable), with every slot's position packed first (a loop of
   // its own, on vectors where the CPU has them: 8 at a time rather than one per scattered entity).
   packSlots(sx, sy, sz, hw, packer_, slotPacked_.data());
+  const bool hasFields = store.fieldCount() > 0;
+  const uint64_t* slotFields = store.packedFields();
+  state_ = store.stateInUse();
+  stateChecks_ = state_ && store.stateChangedLive() > 0;
+  const uint32_t* kindMarks = store.kindMarks();
+  const uint32_t* attributeMarks = store.attributeMarks();
   for (uint32_t s = 0; s < hw; ++s) {
     uint32_t cell = slotCell_[s];
     if (cell == UINT32_MAX) continue;
     uint32_t at = cursor_[cell]++;
     ents[at] = SnapEntity{sx[s], sy[s], store.idOfSlot(s), odometer[s]};
     packed[at] = slotPacked_[s];
+    if (hasFields) fields[at] = slotFields[s];
+    if (state_) stateMarks[at] = kindMarks[s] | uint64_t(attributeMarks[s]) << 32;
+  }
+  maxExtra_ = 0;
+  if (state_) {
+    const uint16_t* kinds = store.kinds();
+    const AttributeStore& attrs = store.attributes();
+    for (uint32_t s = 0; s < hw; ++s) {
+      uint32_t extra = kinds[s] != 0 ? kKindRecordBytes : 0;
+      if (attrs.enabled() && attrs.version(s) != 0) extra += kAttributeHeaderBytes + attrs.length(s);
+      slotKind[s] = kinds[s], slotExtra[s] = uint16_t(extra);
+      if (slotCell_[s] != UINT32_MAX) maxExtra_ = std::max(maxExtra_, extra);
+    }
   }
 
   // Dense cells: counting sort by sub-cell inside the cell's range, at level 1 (twice as fine)
@@ -245,6 +276,8 @@ void Snapshot::fill(const EntityStore& store) {
       // ss[k] is now the start of sub-cell k; scatter through a copy.
       std::copy(ents.begin() + b, ents.begin() + e, tmpEnts_.begin());
       std::copy(packed.begin() + b, packed.begin() + e, tmpPacked_.begin());
+      if (hasFields) std::copy(fields.begin() + b, fields.begin() + e, tmpFields_.begin());
+      if (state_) std::copy(stateMarks.begin() + b, stateMarks.begin() + e, tmpStateMarks_.begin());
       uint32_t wr[256];
       std::copy(ss, ss + SS, wr);
       for (uint32_t i = 0; i < m; ++i) {
@@ -252,6 +285,8 @@ void Snapshot::fill(const EntityStore& store) {
         uint32_t k = uint32_t((t.y & cellMask) >> subShift) * S + uint32_t((t.x & cellMask) >> subShift);
         uint32_t at = wr[k]++;
         ents[at] = t, packed[at] = tmpPacked_[i];
+        if (hasFields) fields[at] = tmpFields_[i];
+        if (state_) stateMarks[at] = tmpStateMarks_[i];
       }
       ++dense;
     }

@@ -266,6 +266,7 @@ export class NetHerd {
         host: address,
         port,
         protocolHash: this.#world.config.protocolHash >>> 0,
+        ...(this.#world.config.recordBytes !== 12 || this.#world.config.attributeBytes > 0 ? { config: this.#world.config.input } : {}),
         clients,
         bots: this.#botKind,
         sampleEvery: NATIVE_SAMPLE_EVERY,
