@@ -5,6 +5,7 @@
 // call per packet. Sample clients also keep a ClientWorld of what they believe. The clients send
 // no input.
 import { native, type NativeSwarm } from '../binding.js';
+import { checkLayout, type PacketLayoutConfig } from '../decode.js';
 import { SightlineError, describe } from '../errors.js';
 import { ClientWorld } from './client-world.js';
 import {
@@ -15,9 +16,11 @@ import {
   encodeBye,
   encodeHello,
   encodePing,
+  hex32,
   layoutOf,
   refuseError,
   tryDecodeControl,
+  welcomeCarriesLayout,
   type WelcomeMessage,
 } from './protocol.js';
 import { checkListenerOptions, intOption } from './options.js';
@@ -130,6 +133,8 @@ export class UdpClientSwarm {
   readonly #avatars: Int32Array;
   readonly #tokens: (Uint8Array | undefined)[];
   readonly #worlds = new Map<number, ClientWorld>();
+  // The server's packet layout, when connect() was given its WorldConfig (else each WELCOME's).
+  #layout: PacketLayoutConfig | undefined;
   readonly #pending = new Map<number, Pending>();
   readonly #counters: Float64Array;
   #lastAcks: Float64Array;
@@ -196,11 +201,31 @@ export class UdpClientSwarm {
   /**
    * Connects every client to `host:port` (a numeric IPv4 address), `concurrency` handshakes at a
    * time. Resolves when each has been answered or timed out; failures are counted, not thrown.
+   * `protocol`: the server's protocol hash (u32), or its WorldConfig (any packet layout with its
+   * `protocolHash`), which the sample clients' ClientWorlds need when the server's packets carry
+   * fast fields or attributes (as `UdpClient.connect`; given the hash alone, such a server's
+   * WELCOME fails each client with ERR_SIGHTLINE_NET_LAYOUT_UNKNOWN).
+   * @throws ERR_SIGHTLINE_NET_STATE (closed), ERR_SIGHTLINE_INVALID_ARGUMENT (a bad port, concurrency,
+   *   hash or layout).
    */
-  async connect(host: string, port: number, protocolHash: number, concurrency = 256): Promise<SwarmConnectResult> {
+  async connect(
+    host: string,
+    port: number,
+    protocol: number | (PacketLayoutConfig & { readonly protocolHash: number }),
+    concurrency = 256,
+  ): Promise<SwarmConnectResult> {
     if (this.#closed) throw new SightlineError('ERR_SIGHTLINE_NET_STATE', 'connect() needs a swarm that is not closed');
     intOption('port', port, 0, 1, 65535);
     intOption('concurrency', concurrency, 256, 1, 65536);
+    let protocolHash: number;
+    if (typeof protocol === 'object' && protocol !== null) {
+      checkLayout(protocol, 'protocol');
+      protocolHash = protocol.protocolHash;
+      this.#layout = protocol;
+    } else {
+      protocolHash = protocol;
+    }
+    intOption('protocolHash', protocolHash, 0, 0, 0xffffffff);
     this.#swarm.aim(host, port);
     const started = performance.now();
     let next = 0;
@@ -289,10 +314,19 @@ export class UdpClientSwarm {
       p.reject(new SightlineError('ERR_SIGHTLINE_NET_PROTOCOL_HASH', `client ${i}: the server's WELCOME has protocol hash ${m.protocolHash}, not ${p.protocolHash}`));
       return;
     }
+    if (this.#layout === undefined && !welcomeCarriesLayout(m)) {
+      p.reject(
+        new SightlineError(
+          'ERR_SIGHTLINE_NET_LAYOUT_UNKNOWN',
+          `client ${i}: the server's packets carry fast fields or attributes (protocol hash 0x${hex32(m.protocolHash)} is not its position layout's): pass its WorldConfig to connect(), not only the hash`,
+        ),
+      );
+      return;
+    }
     const sample = this.#options.sample?.(i) === true;
     if (sample) {
       const onEvent = this.#options.onEvent;
-      this.#worlds.set(i, new ClientWorld(layoutOf(m), { payloadBytes: Math.max(16, m.payloadBytes), onEvent: onEvent && ((seq, bytes) => onEvent(i, seq, bytes)) }));
+      this.#worlds.set(i, new ClientWorld(this.#layout ?? layoutOf(m), { payloadBytes: Math.max(16, m.payloadBytes), onEvent: onEvent && ((seq, bytes) => onEvent(i, seq, bytes)) }));
     }
     this.#avatars[i] = m.avatar;
     this.#tokens[i] = m.token;

@@ -6,9 +6,12 @@
 #include <cstdint>
 #include <cstring>
 
+#include "config.h"  // the engine's kProtocolVersion
+
 namespace sightline::net {
 
-constexpr uint8_t kGamePacketVersion = 1;  // byte 0 of a game packet (PROTOCOL_VERSION)
+// Byte 0 of a game packet (PROTOCOL_VERSION): the engine's, so the two cannot drift apart.
+constexpr uint8_t kGamePacketVersion = uint8_t(kProtocolVersion);
 constexpr uint8_t kMsgHello = 0xA0;
 constexpr uint8_t kMsgWelcome = 0xA1;
 constexpr uint8_t kMsgRefuse = 0xA2;

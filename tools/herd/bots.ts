@@ -2,10 +2,10 @@
 // `bots: 'native'` one UdpClientSwarm of light clients, native-bots.ts), driven by the parent over
 // the node:child_process IPC channel (messages in bot-messages.ts). It exits when the parent says
 // stop, when the IPC channel closes (the parent ended), or once the start message's lifetime is up.
-import { SightlineError, WorldConfig, type WorldConfigInput } from 'sightline';
+import { SightlineError } from 'sightline';
 import { UdpClient } from 'sightline/net';
 import { isEntryPoint } from '../cli/util.js';
-import { HeartbeatCheck, beliefOf, cpuMs } from './heartbeat-check.js';
+import { HeartbeatCheck, beliefOf, cpuMs, protocolOf } from './heartbeat-check.js';
 import { NativeBotSwarm } from './native-bots.js';
 import {
   MAX_BOT_CLIENTS,
@@ -72,8 +72,8 @@ export class BotSwarm {
   /** Opens and connects every client, `concurrency` at a time; resolves when each has settled. */
   async connect(): Promise<BotConnectedMessage> {
     const started = performance.now();
-    const { host, port, protocolHash, clients, concurrency } = this.#start;
-    const config = this.#start.config === undefined ? undefined : WorldConfig.build(this.#start.config as WorldConfigInput);
+    const { host, port, clients, concurrency } = this.#start;
+    const protocol = protocolOf(this.#start);
     let next = 0;
     let failed = 0;
     const errors: string[] = [];
@@ -91,7 +91,7 @@ export class BotSwarm {
         });
         bot.client = client;
         try {
-          await client.connect(host, port, config ?? protocolHash);
+          await client.connect(host, port, protocol);
           if (this.#closed) await client.close();
           else this.#bots.push(bot as Bot);
         } catch (e) {

@@ -1,7 +1,8 @@
-// What a bot reports, shared by both kinds of bots (bots.ts, native-bots.ts): its checks of the
-// heartbeat events it receives, what its world believes, the bot process's CPU time.
+// What both kinds of bots share (bots.ts, native-bots.ts): what they connect with, their checks
+// of the heartbeat events they receive, what their worlds believe, the bot process's CPU time.
+import { WorldConfig, type WorldConfigInput } from 'sightline';
 import type { ClientWorld } from 'sightline/net';
-import { decodeHeartbeat, type BotBelief } from './bot-messages.js';
+import { decodeHeartbeat, type BotBelief, type BotStartMessage } from './bot-messages.js';
 
 /** Checks each heartbeat a client receives against the ones before it. */
 export class HeartbeatCheck {
@@ -60,4 +61,12 @@ export function beliefOf(avatar: number, world: ClientWorld): BotBelief | undefi
     i++;
   }
   return { avatar, tick: world.newestTick, ids, x, y };
+}
+
+/**
+ * What a bot connects with: the server's WorldConfig when the start message carries its authored
+ * configuration (its packets have fields or attributes), else its protocol hash alone.
+ */
+export function protocolOf(start: BotStartMessage): WorldConfig | number {
+  return start.config === undefined ? start.protocolHash : WorldConfig.build(start.config as WorldConfigInput);
 }

@@ -12,7 +12,7 @@ import {
   type BotSampleReply,
   type BotStartMessage,
 } from './bot-messages.js';
-import { HeartbeatCheck, beliefOf, cpuMs } from './heartbeat-check.js';
+import { HeartbeatCheck, beliefOf, cpuMs, protocolOf } from './heartbeat-check.js';
 import { untilQuiet } from './settle.js';
 
 // Before reporting, the bots wait until no datagram has reached any of them for this long, up to
@@ -51,8 +51,8 @@ export class NativeBotSwarm {
 
   /** Connects every client; resolves when each has been answered or timed out. */
   async connect(): Promise<BotConnectedMessage> {
-    const { host, port, protocolHash, concurrency } = this.#start;
-    const r = await this.#swarm.connect(host, port, protocolHash, concurrency);
+    const { host, port, concurrency } = this.#start;
+    const r = await this.#swarm.connect(host, port, protocolOf(this.#start), concurrency);
     return { type: 'connected', connected: r.connected, failed: r.failed, errors: r.errors, ms: r.ms, cpuMs: cpuMs() };
   }
 
