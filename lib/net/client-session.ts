@@ -7,10 +7,10 @@ import { SightlineError, describe, isUint8Array } from '../errors.js';
 import type { EntityId } from '../world.js';
 import { getU16, hex32, tokenMatches, getU32 } from './bytes.js';
 import { ClientWorld, type ReceiveStatus } from './client-world.js';
-import { checkLayout, type PacketLayoutConfig } from '../decode.js';
+import type { PacketLayoutConfig } from '../decode.js';
 import { encodeBye, encodeHello, encodeInput, encodePing } from './control-encode.js';
 import { datagramKind, tryDecodeControl } from './control-decode.js';
-import { layoutOf, refuseError, welcomeCarriesLayout } from './control-layout.js';
+import { layoutOf, readProtocol, refuseError, welcomeCarriesLayout } from './control-layout.js';
 import {
   ByeReason,
   CONNECT_TOKEN_MAX_BYTES,
@@ -228,15 +228,8 @@ export abstract class SessionClient {
    */
   protected beginConnect(protocol: number | (PacketLayoutConfig & { readonly protocolHash: number }), options: { connectToken?: Uint8Array } | undefined): void {
     if (this.#state !== 'idle') throw new SightlineError('ERR_SIGHTLINE_NET_STATE', `connect() needs a new client, this one is ${this.#state}`);
-    let protocolHash: number;
-    if (typeof protocol === 'object' && protocol !== null) {
-      checkLayout(protocol, 'protocol');
-      protocolHash = protocol.protocolHash;
-      this.#layout = protocol;
-    } else {
-      protocolHash = protocol;
-    }
-    intOption('protocolHash', protocolHash, 0, 0, 0xffffffff);
+    const { protocolHash, layout } = readProtocol(protocol);
+    if (layout !== undefined) this.#layout = layout;
     if (options !== undefined) checkListenerOptions('connect', options, ['connectToken'], []);
     const token = options?.connectToken ?? new Uint8Array(0);
     if (!isUint8Array(token) || token.length > CONNECT_TOKEN_MAX_BYTES) {
