@@ -2,7 +2,7 @@
 // of the heartbeat events they receive, what their worlds believe, the bot process's CPU time.
 import { WorldConfig, type WorldConfigInput } from 'sightline';
 import type { ClientWorld } from 'sightline/net';
-import { decodeHeartbeat, type BotBelief, type BotStartMessage } from './bot-messages.js';
+import { decodeHeartbeat, type BotBelief, type BotEventCounts, type BotStartMessage } from './bot-messages.js';
 
 /** Checks each heartbeat a client receives against the ones before it. */
 export class HeartbeatCheck {
@@ -18,6 +18,15 @@ export class HeartbeatCheck {
   /** Distinct heartbeats received. */
   get distinct(): number {
     return this.#seen.size;
+  }
+
+  /**
+   * The counts as a report carries them, with the client world's `repeatedEvents` (copiesIgnored)
+   * and `skippedEvents` (skipped).
+   */
+  counts(copiesIgnored: number, skipped: number): BotEventCounts {
+    const { received, distinct, inOrder, duplicates, gaps, outOfOrder, foreign } = this;
+    return { received, distinct, inOrder, duplicates, gaps, outOfOrder, foreign, copiesIgnored, skipped };
   }
 
   /** Takes one delivered event. */
