@@ -2,39 +2,12 @@
 // with a coded reason; a client given the server's WorldConfig gets fields, kinds and attributes,
 // and one given only the hash of a server whose packets carry them is told so.
 import { afterEach, describe, it, expect } from 'vitest';
-import { PROTOCOL_VERSION, World, WorldConfig, type EntityId } from '../lib/index.js';
-import { UdpServer } from '../lib/net/udp-server.js';
+import { PROTOCOL_VERSION } from '../lib/index.js';
 import { UdpClient } from '../lib/net/udp-client.js';
 import { MSG_REFUSE, RefuseCode, encodeHello, refuseError, type RefuseMessage } from '../lib/net/protocol.js';
-import { HOST, cleanups, harness, rawSocket, runCleanups, until } from './helpers/net.js';
+import { HOST, cleanups, harness, npcServer, rawSocket, runCleanups, stateConfig, until } from './helpers/net.js';
 
 afterEach(runCleanups);
-
-const stateConfig = WorldConfig.build({
-  fields: [{ name: 'yaw', bits: 10, min: 0, max: 2 * Math.PI }, { name: 'hp', bits: 7, max: 100 }],
-  attributeBytes: 16,
-});
-
-async function stateServer(): Promise<{ world: World; server: UdpServer; port: number; npc: EntityId }> {
-  const world = new World(stateConfig, { capacity: 64, threads: 1 });
-  const npc = world.spawn({ x: 2000, y: 2000 }, { kind: 9, attributes: new TextEncoder().encode('Grug') });
-  world.fields.yaw[world.slotOf(npc)] = stateConfig.fieldToRaw('yaw', Math.PI);
-  world.fields.hp[world.slotOf(npc)] = 127;
-  const server = new UdpServer({
-    config: stateConfig,
-    world,
-    address: HOST,
-    port: 0,
-    onConnect: () => {
-      const id = world.spawn({ x: 2001, y: 2000 });
-      world.addViewer(id, { acks: true });
-      return id;
-    },
-  });
-  const { port } = await server.listen();
-  cleanups.push(() => server.close());
-  return { world, server, port, npc };
-}
 
 describe('wire format 2 at the handshake', () => {
   it('a HELLO of protocol version 1 is refused with VERSION, naming the server\'s version 2: ERR_SIGHTLINE_NET_REFUSED_VERSION', async () => {
@@ -50,7 +23,7 @@ describe('wire format 2 at the handshake', () => {
   });
 
   it('a client given the server\'s WorldConfig gets fields, kinds and attributes; one given only its hash is told to pass the config', async () => {
-    const s = await stateServer();
+    const s = await npcServer(stateConfig);
     const hashOnly = new UdpClient();
     cleanups.push(() => hashOnly.close());
     await expect(hashOnly.connect(HOST, s.port, stateConfig.protocolHash)).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_NET_LAYOUT_UNKNOWN' });

@@ -155,3 +155,43 @@ export async function caughtUp(h: Harness, c: UdpClient, avatar: EntityId): Prom
   await until(`client of ${avatar} to receive packet ${last}`, () => c.world.newestSequence === last);
 }
 
+
+/** A config whose packets carry fast fields (yaw, hp) and 16 attribute bytes. */
+export const stateConfig = WorldConfig.build({
+  fields: [{ name: 'yaw', bits: 10, min: 0, max: 2 * Math.PI }, { name: 'hp', bits: 7, max: 100 }],
+  attributeBytes: 16,
+});
+
+/**
+ * A UdpServer on `config` (closed, with its world, by runCleanups) whose world holds one NPC at
+ * (2000, 2000), and a viewer next to it for each client. When the config has fields, the NPC has
+ * kind 9, attributes 'Grug', yaw π and hp raw 127.
+ */
+export async function npcServer(
+  config: WorldConfig,
+  dataPath?: 'native' | 'dgram',
+): Promise<{ world: World; server: UdpServer; port: number; npc: EntityId }> {
+  const world = new World(config, { capacity: 64, threads: 1 });
+  cleanups.push(() => world.close());
+  const state = config.fields.length > 0;
+  const npc = world.spawn({ x: 2000, y: 2000 }, state ? { kind: 9, attributes: new TextEncoder().encode('Grug') } : undefined);
+  if (state) {
+    world.fields.yaw[world.slotOf(npc)] = config.fieldToRaw('yaw', Math.PI);
+    world.fields.hp[world.slotOf(npc)] = 127;
+  }
+  const s = new UdpServer({
+    config,
+    world,
+    ...(dataPath === undefined ? {} : { dataPath }),
+    address: HOST,
+    port: 0,
+    onConnect: () => {
+      const id = world.spawn({ x: 2001, y: 2000 });
+      world.addViewer(id, { acks: true });
+      return id;
+    },
+  });
+  const { port } = await s.listen();
+  cleanups.push(() => s.close());
+  return { world, server: s, port, npc };
+}
