@@ -18,7 +18,7 @@ import {
 } from '../lib/net/protocol.js';
 import { ConnectionRefusedError } from '../lib/net/transport.js';
 import { nativePathAvailable } from '../lib/net/native-path.js';
-import { rng } from './helpers/model.js';
+import { codeOf, rng } from './helpers/model.js';
 import { HOST, caughtUp, client, config, harness, mismatches, rawHandshake, rawSocket, runCleanups, until, cleanups } from './helpers/net.js';
 
 afterEach(runCleanups);
@@ -278,18 +278,10 @@ describe.each(PATHS)('UDP transport on loopback (%s data path)', (dataPath) => {
   it('options: a misspelt key in an object literal is ERR_SIGHTLINE_UNKNOWN_OPTION, a listener that is not a function is refused; listener classes keep their own fields', () => {
     const world = new World(config, { capacity: 8, threads: 1 });
     const onConnect = () => 0;
-    const code = (f: () => unknown) => {
-      try {
-        f();
-        return 'no error';
-      } catch (e) {
-        return (e as { code?: string }).code;
-      }
-    };
-    expect(code(() => new UdpClient({ timeoutMs: 100 } as never))).toBe('ERR_SIGHTLINE_UNKNOWN_OPTION');
-    expect(code(() => new UdpClient({ onSpawn: 5 } as never))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
-    expect(code(() => new UdpServer({ config, world, onConnect, timeOutMs: 100 } as never))).toBe('ERR_SIGHTLINE_UNKNOWN_OPTION');
-    expect(code(() => new UdpServer({ config, world, onConnect, onAck: 'yes' } as never))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
+    expect(codeOf(() => new UdpClient({ timeoutMs: 100 } as never))).toBe('ERR_SIGHTLINE_UNKNOWN_OPTION');
+    expect(codeOf(() => new UdpClient({ onSpawn: 5 } as never))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
+    expect(codeOf(() => new UdpServer({ config, world, onConnect, timeOutMs: 100 } as never))).toBe('ERR_SIGHTLINE_UNKNOWN_OPTION');
+    expect(codeOf(() => new UdpServer({ config, world, onConnect, onAck: 'yes' } as never))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
     class Game {
       readonly config = config;
       readonly world = world;
@@ -298,14 +290,14 @@ describe.each(PATHS)('UDP transport on loopback (%s data path)', (dataPath) => {
         return 0;
       }
     }
-    expect(code(() => new UdpServer(new Game()))).toBe('no error');
+    expect(codeOf(() => new UdpServer(new Game()))).toBe('no error');
     class Bot {
       readonly seen: number[] = [];
       onSpawn(id: number): void {
         this.seen.push(id);
       }
     }
-    expect(code(() => new UdpClient(new Bot()))).toBe('no error');
+    expect(codeOf(() => new UdpClient(new Bot()))).toBe('no error');
   });
 
   it('close() while listen() binds: listen() rejects with ERR_SIGHTLINE_NET_CLOSED and the server stays closed', async () => {

@@ -5,7 +5,7 @@ import { World, WorldConfig, type EntityId } from '../lib/index.js';
 import { WsServer, type WsServerOptions } from '../lib/net/ws-server.js';
 import { WsClient, type WebSocketClass, type WsClientOptions } from '../lib/net/ws-client.js';
 import { MSG_CHALLENGE, MSG_WELCOME, decodeControl, encodeAck, encodeBye, encodeHello, encodePing, type ControlMessage } from '../lib/net/protocol.js';
-import { rng } from './helpers/model.js';
+import { codeOf, rng } from './helpers/model.js';
 import { cleanups, gameListener, mismatches, movingCrowd, runCleanups, until } from './helpers/net.js';
 
 afterEach(runCleanups);
@@ -273,25 +273,17 @@ describe('WebSocket transport', () => {
 
   it('options are checked; a client without a WebSocket class, or with a URL that is not ws:, is refused', async () => {
     const onConnect = () => 0;
-    const code = (f: () => unknown) => {
-      try {
-        f();
-        return 'no error';
-      } catch (e) {
-        return (e as { code?: string }).code;
-      }
-    };
-    expect(code(() => new WsServer({ config, onConnect, maxBuferedBytes: 1 } as never))).toBe('ERR_SIGHTLINE_UNKNOWN_OPTION');
-    expect(code(() => new WsServer({ config, onConnect, path: 'x' }))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
-    expect(code(() => new WsServer({ config, onConnect, server: {} as never }))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
-    expect(code(() => new WsServer({ config, onConnect, host: '' }))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
-    expect(code(() => new WsServer({ config, onConnect, server: createServer(), port: 80 }))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
-    expect(code(() => new WsServer([] as never))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
+    expect(codeOf(() => new WsServer({ config, onConnect, maxBuferedBytes: 1 } as never))).toBe('ERR_SIGHTLINE_UNKNOWN_OPTION');
+    expect(codeOf(() => new WsServer({ config, onConnect, path: 'x' }))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
+    expect(codeOf(() => new WsServer({ config, onConnect, server: {} as never }))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
+    expect(codeOf(() => new WsServer({ config, onConnect, host: '' }))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
+    expect(codeOf(() => new WsServer({ config, onConnect, server: createServer(), port: 80 }))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
+    expect(codeOf(() => new WsServer([] as never))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
     if (typeof (globalThis as { WebSocket?: unknown }).WebSocket !== 'function') {
-      expect(code(() => new WsClient())).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
+      expect(codeOf(() => new WsClient())).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
     }
-    expect(code(() => new WsClient({ WebSocket: WS, onSpawn: 3 } as never))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
-    expect(code(() => new WsClient({ WebSocket: WS, serverTimeOutMs: 3 } as never))).toBe('ERR_SIGHTLINE_UNKNOWN_OPTION');
+    expect(codeOf(() => new WsClient({ WebSocket: WS, onSpawn: 3 } as never))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
+    expect(codeOf(() => new WsClient({ WebSocket: WS, serverTimeOutMs: 3 } as never))).toBe('ERR_SIGHTLINE_UNKNOWN_OPTION');
     for (const url of ['http://127.0.0.1:1/', 'nonsense', 5]) {
       await expect(new WsClient({ WebSocket: WS }).connect(url as never, config.protocolHash)).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' });
     }
