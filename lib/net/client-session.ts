@@ -1,3 +1,4 @@
+// Over 500 lines as one file: one state machine (the client's session, handshake to BYE); its types and options are in client-session-types.ts.
 // The client side of the session protocol, whatever carries it (docs/transport.md): the cookie
 // handshake, the session token on every message, game packets into a ClientWorld, acks, input
 // (unreliable and reliable, resent until the game packet header acknowledges it), keepalives and
