@@ -221,6 +221,9 @@ export class UdpClientSwarm {
     const { protocolHash, layout } = connectProtocol(protocol);
     this.#layout = layout;
     this.#swarm.aim(host, port);
+    // Keepalives from the first WELCOME on: clients connected early would otherwise be silent until
+    // the last handshake (seconds, with thousands), and their server would time them out.
+    this.#startKeepalive();
     const started = performance.now();
     let next = 0;
     let connected = 0;
@@ -239,7 +242,6 @@ export class UdpClientSwarm {
       }
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, this.#size) }, worker));
-    this.#startKeepalive();
     return { connected, failed, errors, ms: performance.now() - started };
   }
 
