@@ -7,6 +7,7 @@
 import { native, type NativeSwarm } from '../binding.js';
 import type { PacketLayoutConfig } from '../decode.js';
 import { SightlineError, describe } from '../errors.js';
+import { connectProtocol } from './client-session.js';
 import { ClientWorld } from './client-world.js';
 import {
   MSG_BYE,
@@ -23,7 +24,6 @@ import {
   welcomeCarriesLayout,
   type WelcomeMessage,
 } from './protocol.js';
-import { readProtocol } from './control-layout.js';
 import { checkListenerOptions, intOption } from './options.js';
 
 /** Per-client counts of a {@link UdpClientSwarm} (also summed by {@link UdpClientSwarm.totals}). */
@@ -218,9 +218,12 @@ export class UdpClientSwarm {
     if (this.#closed) throw new SightlineError('ERR_SIGHTLINE_NET_STATE', 'connect() needs a swarm that is not closed');
     intOption('port', port, 0, 1, 65535);
     intOption('concurrency', concurrency, 256, 1, 65536);
-    const { protocolHash, layout } = readProtocol(protocol);
-    if (layout !== undefined) this.#layout = layout;
+    const { protocolHash, layout } = connectProtocol(protocol);
+    this.#layout = layout;
     this.#swarm.aim(host, port);
+    // Keepalives from the first WELCOME on: clients connected early would otherwise be silent until
+    // the last handshake (seconds, with thousands), and their server would time them out.
+    this.#startKeepalive();
     const started = performance.now();
     let next = 0;
     let connected = 0;
@@ -239,7 +242,6 @@ export class UdpClientSwarm {
       }
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, this.#size) }, worker));
-    this.#startKeepalive();
     return { connected, failed, errors, ms: performance.now() - started };
   }
 

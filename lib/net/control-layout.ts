@@ -2,10 +2,9 @@
 // Browser-safe: imports nothing from Node.
 
 import { protocolHash } from '../wire.js';
-import { checkLayout, type PacketLayoutConfig } from '../decode.js';
+import type { PacketLayoutConfig } from '../decode.js';
 import { SightlineError } from '../errors.js';
 import { checkFields, hex32 } from './bytes.js';
-import { intOption } from './options.js';
 import { REFUSE_ERROR_CODES, RefuseCode, type RefuseMessage, type WelcomeMessage } from './control-types.js';
 
 /**
@@ -65,27 +64,4 @@ export function refuseError(refuse: RefuseMessage, clientHash?: number): Sightli
     message += ` (server hash 0x${hex32(refuse.detail)}, client hash 0x${hex32(clientHash)})`;
   }
   return new SightlineError(code, message);
-}
-
-/**
- * @internal A client's `protocol` argument read: the server's protocol hash (a u32), or a packet
- * layout with its `protocolHash` (returned as `layout`, which the client decodes with instead of
- * the WELCOME's).
- * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (a layout checkLayout refuses, a hash not a u32).
- */
-export function readProtocol(protocol: number | (PacketLayoutConfig & { readonly protocolHash: number })): {
-  protocolHash: number;
-  layout: PacketLayoutConfig | undefined;
-} {
-  let hash: number;
-  let layout: PacketLayoutConfig | undefined;
-  if (typeof protocol === 'object' && protocol !== null) {
-    checkLayout(protocol, 'protocol');
-    hash = protocol.protocolHash;
-    layout = protocol;
-  } else {
-    hash = protocol;
-  }
-  intOption('protocolHash', hash, 0, 0, 0xffffffff);
-  return { protocolHash: hash, layout };
 }

@@ -12,6 +12,7 @@ import {
   type BotBelief,
   type BotClientReport,
   type BotConnectedMessage,
+  type BotEventCounts,
   type BotReportReply,
   type BotSampleReply,
   type BotStartMessage,
@@ -128,7 +129,7 @@ export class BotSwarm {
     for (const { client, check, disconnect } of this.#bots) {
       const c = client.counters;
       const w = client.world.counters;
-      const events = check.counts(w.repeatedEvents, w.skippedEvents);
+      const events: BotEventCounts = check.counts(w.repeatedEvents, w.skippedEvents);
       clients.push({
         avatar: client.avatar ?? -1,
         state: client.state,

@@ -20,15 +20,6 @@ export class HeartbeatCheck {
     return this.#seen.size;
   }
 
-  /**
-   * The counts as a report carries them, with the client world's `repeatedEvents` (copiesIgnored)
-   * and `skippedEvents` (skipped).
-   */
-  counts(copiesIgnored: number, skipped: number): BotEventCounts {
-    const { received, distinct, inOrder, duplicates, gaps, outOfOrder, foreign } = this;
-    return { received, distinct, inOrder, duplicates, gaps, outOfOrder, foreign, copiesIgnored, skipped };
-  }
-
   /** Takes one delivered event. */
   take(bytes: Uint8Array): void {
     this.received++;
@@ -46,6 +37,12 @@ export class HeartbeatCheck {
     else if (n > this.#last) this.gaps += n - this.#last - 1;
     else this.outOfOrder++;
     if (n > this.#last) this.#last = n;
+  }
+
+  /** The report's event counts: these checks, and what the client's world ignored or skipped. */
+  counts(copiesIgnored: number, skipped: number): BotEventCounts {
+    const { received, distinct, inOrder, duplicates, gaps, outOfOrder, foreign } = this;
+    return { received, distinct, inOrder, duplicates, gaps, outOfOrder, foreign, copiesIgnored, skipped };
   }
 }
 
