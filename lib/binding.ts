@@ -60,6 +60,11 @@ export interface NativeTickStats {
    * eligible first. Their despawns make the room.
    */
   pressureEvictions: number;
+  /**
+   * Ghosts that departed at once because the viewer may no longer see them: their entity's groups,
+   * or the viewer's, changed so that they no longer meet. Their despawns go ahead of the others.
+   */
+  hiddenDepartures: number;
   subscriptionChanges: number;
   /** Event records sent (resends included) and the bytes of the events sections. */
   events: number;
@@ -80,7 +85,7 @@ export interface NativeTickStats {
 export const TICK_META_FIELDS = [
   'tick', 'count', 'views', 'served', 'skippedNotDue', 'skippedAvatarGone', 'skippedOutsideRegion', 'candidates',
   'examined', 'eligible', 'records', 'newGhosts', 'despawns', 'bytes', 'ghostTableFull', 'pressureEvictions',
-  'subscriptionChanges', 'events', 'eventBytes', 'entities', 'outsideRegion', 'denseCells', 'odometerMicros',
+  'hiddenDepartures', 'subscriptionChanges', 'events', 'eventBytes', 'entities', 'outsideRegion', 'denseCells', 'odometerMicros',
   'snapshotMicros', 'passMicros',
 ] as const;
 
@@ -100,12 +105,33 @@ export interface NativeWorld {
   isLive(id: number): boolean;
   positions(): { x: Int32Array; y: Int32Array; z: Int32Array; external: boolean };
   odometer(id: number): number;
-  /** viewRadius raw, 0: the config's. */
-  addViewer(id: number, payloadBytes: number, sendPeriod: number, acks: boolean, viewRadius: number): void;
-  /** The settings named by `what` (lib/interest.ts CHANGE bits); viewRadius raw. */
-  changeViewer(id: number, what: number, sendPeriod: number, payloadBytes: number, viewRadius: number): void;
+  /** viewRadius raw, 0: the config's; groups u32. */
+  addViewer(id: number, payloadBytes: number, sendPeriod: number, acks: boolean, viewRadius: number, groups: number): void;
+  /** The settings named by `what` (lib/interest.ts CHANGE bits); viewRadius raw; groups u32. */
+  changeViewer(
+    id: number,
+    what: number,
+    sendPeriod: number,
+    payloadBytes: number,
+    viewRadius: number,
+    groups: number,
+    boostFactor: number,
+    boost: Uint32Array,
+  ): void;
   /** viewRadius raw. */
-  viewerSettings(id: number): { payloadBytes: number; sendPeriod: number; viewRadius: number; acks: boolean };
+  viewerSettings(id: number): {
+    payloadBytes: number;
+    sendPeriod: number;
+    viewRadius: number;
+    acks: boolean;
+    groups: number;
+    boostFactor: number;
+    boost: Uint32Array;
+  };
+  setGroups(id: number, groups: number): void;
+  setPriority(id: number, weight: number): void;
+  /** [groups, weight] */
+  entityInterest(id: number): [number, number];
   /**
    * Applies an acknowledgement now (false), or during a pass only checks it (true): the caller
    * applies it once the pass has ended.
@@ -127,8 +153,8 @@ export interface NativeWorld {
   close(): void;
   rebuildSnapshot(): void;
   snapshotInfo(): { count: number; outsideRegion: number; denseCells: number; maxCellOccupancy: number };
-  /** radius raw, 0: the config's view radius. */
-  gather(x: number, y: number, walkCap: number, exclude: number, radius: number): { ids: Uint32Array; d2: Float64Array; examined: number };
+  /** radius raw, 0: the config's view radius; groups u32. */
+  gather(x: number, y: number, walkCap: number, exclude: number, radius: number, groups: number): { ids: Uint32Array; d2: Float64Array; examined: number };
   ghosts(id: number): {
     ids: Uint32Array;
     x: Int32Array | null;
@@ -243,6 +269,7 @@ export function readTickMeta(m: Float64Array, views: { buffer: ArrayBuffer; inde
       bytes: m[AT.bytes],
       ghostTableFull: m[AT.ghostTableFull],
       pressureEvictions: m[AT.pressureEvictions],
+      hiddenDepartures: m[AT.hiddenDepartures],
       subscriptionChanges: m[AT.subscriptionChanges],
       events: m[AT.events],
       eventBytes: m[AT.eventBytes],

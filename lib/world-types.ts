@@ -72,6 +72,12 @@ export interface ViewerOptions {
    * config.viewRadius. Changeable with {@link World.setViewRadius}.
    */
   viewRadius?: number;
+  /**
+   * The visibility groups this viewer sees, a 32-bit mask: an entity is its candidate only where
+   * the entity's groups ({@link World.setGroups}) meet these. Default every group (0xffffffff).
+   * Changeable with {@link World.setViewerGroups}.
+   */
+  groups?: number;
 }
 
 /** A viewer's settings as last set ({@link World.viewerSettings}). */
@@ -84,6 +90,10 @@ export interface ViewerSettings {
   readonly viewRadius: number;
   /** Whether the client acknowledges packets (fixed when the viewer is added). */
   readonly acks: boolean;
+  /** Visibility groups it sees (unsigned 32-bit mask). */
+  readonly groups: number;
+  /** Its boost set (entity ids, sorted) and factor; `{ entities: [], factor: 1 }` when none. */
+  readonly boost: { readonly entities: readonly EntityId[]; readonly factor: number };
 }
 
 /**

@@ -10,7 +10,7 @@ import { EventRouter, type EventRecipients } from './events.js';
 import { toMeters } from './fixed.js';
 import { run as runClock, type LoopHandle, type LoopOptions } from './loop.js';
 import { TickResult } from './tick-result.js';
-import { CHANGE, viewRadiusRaw, viewerNumber } from './interest.js';
+import { ALL_GROUPS, CHANGE, boostSet, groupsMask, priorityWeight, viewRadiusRaw, viewerNumber } from './interest.js';
 import { MAX_ID, checkCoordinate, checkVec3, isId, readBoolean, rethrow } from './validate.js';
 import type {
   EntityId,
@@ -45,9 +45,11 @@ export const kernels: 'avx512' | 'portable' = native.kernels;
  */
 export const profileGuided: boolean = native.profileGuided;
 
+const NO_IDS: Uint32Array = new Uint32Array(0);
+
 const WORLD_OPTIONS = ['capacity', 'threads', 'externalBuffers', 'recordGhostPositions'] as const;
-const VIEWER_OPTIONS = ['payloadBytes', 'sendPeriod', 'acks', 'viewRadius'] as const;
-const GATHER_OPTIONS = ['walkCap', 'exclude', 'radius'] as const;
+const VIEWER_OPTIONS = ['payloadBytes', 'sendPeriod', 'acks', 'viewRadius', 'groups'] as const;
+const GATHER_OPTIONS = ['walkCap', 'exclude', 'radius', 'groups'] as const;
 
 /**
  * One region: entities, viewers and the replication pass.
@@ -273,8 +275,9 @@ export class World {
     }
     const acks = readBoolean('acks', o.acks, false);
     const radius = o.viewRadius === undefined ? 0 : viewRadiusRaw(this.config, o.viewRadius);
+    const groups = o.groups === undefined ? ALL_GROUPS : groupsMask('groups', o.groups);
     try {
-      this.#native.addViewer(avatar, payloadBytes, sendPeriod, acks, radius);
+      this.#native.addViewer(avatar, payloadBytes, sendPeriod, acks, radius, groups);
     } catch (e) {
       rethrow(e);
     }
@@ -320,23 +323,115 @@ export class World {
   }
 
   /**
+   * Sets the visibility groups a viewer sees (a 32-bit mask; default every group): an entity is
+   * its candidate only where their groups meet (entity groups & viewer groups ≠ 0). The ghosts it
+   * may no longer see depart at its next pass, their despawns ahead of the others (up to the
+   * despawn budget: half a packet's state bytes). Deferred during a tick like {@link setSendPeriod}.
+   * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_INVALID_ARGUMENT (not an integer from
+   *   -2^31 to 2^32 - 1).
+   */
+  setViewerGroups(viewer: EntityId, groups: number): void {
+    this.#change(viewer, CHANGE.groups, 0, 0, 0, groupsMask('groups', groups));
+  }
+
+  /**
+   * Boosts, for this viewer only, the priority of up to 64 entities (its party): their scores are
+   * multiplied by `factor` (1 to 16; 1, or an empty list, clears the boost), on top of their own
+   * weight ({@link setPriority}). Replaces the viewer's previous set. The ids need not be live;
+   * a despawned one simply matches nothing. Deferred during a tick like {@link setSendPeriod}.
+   * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_INVALID_VIEWER_OPTION (factor not an
+   *   integer from 1 to 16, more than 64 entities), ERR_SIGHTLINE_INVALID_ARGUMENT (not a list of
+   *   entity ids).
+   */
+  setBoost(viewer: EntityId, entities: readonly EntityId[], factor: number): void {
+    const ids = boostSet(entities, factor);
+    this.#change(viewer, CHANGE.boost, 0, 0, 0, ALL_GROUPS, factor, ids);
+  }
+
+  /**
    * A viewer's settings as last set: changes asked for during a running tick are included (they
-   * apply when it ends). `viewRadius` in meters.
+   * apply when it ends). `viewRadius` in meters; `boost.entities` sorted, without repeats.
    * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER.
    */
   viewerSettings(viewer: EntityId): ViewerSettings {
     try {
       const s = this.#native.viewerSettings(viewer);
-      return { payloadBytes: s.payloadBytes, sendPeriod: s.sendPeriod, viewRadius: toMeters(s.viewRadius), acks: s.acks };
+      return {
+        payloadBytes: s.payloadBytes,
+        sendPeriod: s.sendPeriod,
+        viewRadius: toMeters(s.viewRadius),
+        acks: s.acks,
+        groups: s.groups,
+        boost: { entities: Array.from(s.boost), factor: s.boost.length === 0 ? 1 : s.boostFactor },
+      };
     } catch (e) {
       rethrow(e);
     }
   }
 
-  #change(viewer: EntityId, what: number, sendPeriod: number, payloadBytes: number, viewRadius: number): void {
+  #change(viewer: EntityId, what: number, sendPeriod: number, payloadBytes: number, viewRadius: number, groups = ALL_GROUPS, boostFactor = 1, boost = NO_IDS): void {
     this.#requireOpen();
     try {
-      this.#native.changeViewer(viewer, what, sendPeriod, payloadBytes, viewRadius);
+      this.#native.changeViewer(viewer, what, sendPeriod, payloadBytes, viewRadius, groups, boostFactor, boost);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /**
+   * Sets an entity's visibility groups, a 32-bit mask (default every group, 0xffffffff): it is a
+   * candidate only of viewers whose groups meet them (teams, stealth, instanced content; 0 hides it
+   * from everyone). From the next tick on: that tick's packets never carry it to a viewer outside
+   * its groups, and the viewers that held it and may no longer see it get its despawn in that
+   * packet, ahead of their other despawns (within the despawn budget, half a packet's state bytes;
+   * the rest in the packets after). A mask given as a negative integer (`~0`, `1 << 31`) is read
+   * as its unsigned 32-bit value.
+   * @throws ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_ENTITY, ERR_SIGHTLINE_INVALID_ARGUMENT
+   *   (not an integer from -2^31 to 2^32 - 1).
+   */
+  setGroups(entity: EntityId, groups: number): void {
+    this.#requireOpen();
+    const g = groupsMask('groups', groups);
+    try {
+      this.#native.setGroups(entity, g);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /** An entity's visibility groups as last set (unsigned). @throws ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_ENTITY. */
+  groups(entity: EntityId): number {
+    try {
+      return this.#native.entityInterest(entity)[0];
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /**
+   * Sets an entity's priority weight, an integer from 1 (default) to 16: its score is multiplied
+   * by it for every viewer (drift × band weight × priority × the viewer's boost), so it is sent up
+   * to 16 times as often as an entity of weight 1 with the same drift at the same distance. From
+   * the next tick on. Starvation bound: with B update slots a packet and N candidates whose scores
+   * grow, a candidate whose score grows r times slower than the fastest one's (r counts speeds,
+   * band weights, priorities and boosts) is sent at least every 2 × ceil(N / B) × ceil(r) + 1
+   * ticks (docs/api.md; test/interest.test.ts).
+   * @throws ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_ENTITY, ERR_SIGHTLINE_INVALID_PRIORITY.
+   */
+  setPriority(entity: EntityId, weight: number): void {
+    this.#requireOpen();
+    const w = priorityWeight(weight);
+    try {
+      this.#native.setPriority(entity, w);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /** An entity's priority weight as last set. @throws ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_ENTITY. */
+  priority(entity: EntityId): number {
+    try {
+      return this.#native.entityInterest(entity)[1];
     } catch (e) {
       rethrow(e);
     }
@@ -568,14 +663,19 @@ export class World {
    * The candidates a viewer at (x, y) meters would examine, on the current snapshot (see
    * {@link rebuildSnapshot}): nearest cells first, within `radius` meters (default the config's
    * viewRadius; at most that, as {@link setViewRadius}), stopping at `walkCap` (default
-   * config.walkCap; `Infinity` for uncapped), leaving out `exclude`.
+   * config.walkCap; `Infinity` for uncapped), leaving out `exclude` and the entities whose groups
+   * do not meet `groups` (default every group).
    * `options` may be omitted, `undefined` or `null`: every option takes its default.
    * @throws ERR_SIGHTLINE_INVALID_POSITION, ERR_SIGHTLINE_INVALID_ARGUMENT (options not an object,
-   *   walkCap not a number ≥ 1, exclude not an integer entity id, radius not in (0, viewRadius]),
-   *   ERR_SIGHTLINE_UNKNOWN_OPTION (a key other than walkCap, exclude and radius),
+   *   walkCap not a number ≥ 1, exclude not an integer entity id, radius not in (0, viewRadius],
+   *   groups not an integer mask), ERR_SIGHTLINE_UNKNOWN_OPTION (a key other than walkCap,
+   *   exclude, radius and groups),
    *   ERR_SIGHTLINE_TICK_IN_PROGRESS.
    */
-  gather(at: { x: number; y: number }, options?: { walkCap?: number; exclude?: EntityId; radius?: number } | null): GatherResult {
+  gather(
+    at: { x: number; y: number },
+    options?: { walkCap?: number; exclude?: EntityId; radius?: number; groups?: number } | null,
+  ): GatherResult {
     this.#requireOpen();
     const x = checkCoordinate('x', at?.x);
     const y = checkCoordinate('y', at?.y);
@@ -596,8 +696,9 @@ export class World {
         throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', (e as Error).message.replace('viewRadius', 'radius'));
       }
     }
+    const groups = o.groups === undefined ? ALL_GROUPS : groupsMask('groups', o.groups);
     try {
-      const r = this.#native.gather(x, y, walkCap, exclude === undefined ? -1 : exclude, radius);
+      const r = this.#native.gather(x, y, walkCap, exclude === undefined ? -1 : exclude, radius, groups);
       return { ids: r.ids, distancesSq: r.d2, examined: r.examined };
     } catch (e) {
       rethrow(e);

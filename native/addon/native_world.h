@@ -87,6 +87,9 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   Napi::Value IsLive(const Napi::CallbackInfo& info);
   Napi::Value Positions(const Napi::CallbackInfo& info);
   Napi::Value Odometer(const Napi::CallbackInfo& info);
+  Napi::Value SetGroups(const Napi::CallbackInfo& info);
+  Napi::Value SetPriority(const Napi::CallbackInfo& info);
+  Napi::Value EntityInterest(const Napi::CallbackInfo& info);
 
   // native_world_acks.cpp: acknowledgements.
   Napi::Value Acknowledge(const Napi::CallbackInfo& info);

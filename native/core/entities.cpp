@@ -18,6 +18,8 @@ EntityStore::EntityStore(uint32_t capacity)
       odometerBase_(capacity),
       generation_(capacity),
       alive_(capacity),
+      groups_(capacity, ~0u),
+      weights_(capacity, 1),
       wrapped_(capacity),
       fresh_(capacity),
       freeRing_(capacity) {
@@ -50,6 +52,8 @@ uint32_t EntityStore::spawn(int32_t x, int32_t y, int32_t z) {
   x_[slot] = x, y_[slot] = y, z_[slot] = z;
   alive_[slot] = 1;
   fresh_[slot] = 1;
+  groups_[slot] = ~0u;
+  weights_[slot] = 1;
   odometer_[slot] += kSpawnOdometerStep;  // wraps by design
   odometerBase_[slot] = odometer_[slot];
   ++liveCount_;
@@ -89,9 +93,22 @@ void EntityStore::despawn(uint32_t id) {
   --liveCount_;
 }
 
+void EntityStore::setGroups(uint32_t id, uint32_t groups) {
+  groups_[checkedSlot(id)] = groups;
+  groupsEverSet_ = true;
+}
+
+void EntityStore::setWeight(uint32_t id, uint32_t weight) {
+  const uint32_t slot = checkedSlot(id);
+  if (weight < 1 || weight > kMaxWeight)
+    throw CoreError("ERR_SIGHTLINE_INVALID_PRIORITY", "a priority weight must be an integer from 1 to " +
+                                                          std::to_string(kMaxWeight) + ", received " + std::to_string(weight));
+  weights_[slot] = uint8_t(weight);
+}
+
 uint64_t EntityStore::memoryBytes() const {
-  const uint64_t perSlot = sizeof(int32_t) * 3 /* prev_ */ + sizeof(uint32_t) * 3 /* odometer, base, free ring */ +
-                           sizeof(uint16_t) + 3 /* alive, wrapped, fresh */ + (owned_ ? sizeof(int32_t) * 3 : 0);
+  const uint64_t perSlot = sizeof(int32_t) * 3 /* prev_ */ + sizeof(uint32_t) * 4 /* odometer, base, free ring, groups */ +
+                           sizeof(uint16_t) + 4 /* alive, wrapped, fresh, weight */ + (owned_ ? sizeof(int32_t) * 3 : 0);
   return uint64_t{capacity_} * perSlot;
 }
 

@@ -20,6 +20,7 @@ namespace {
 // not held (new), announced again (its announcement was lost: unheld), or
 // held with something pending (departing: revived; queued). Stamps a held entry with this pass.
 // Returns drift | fresh << 32.
+// Returns drift | fresh << 32 | boosted << 33 (boosted: the entry is flagged kBoosted).
 __attribute__((noinline)) uint64_t driftOfOther(GhostTable& gt, int32_t e, uint32_t odo, uint16_t pass,
                                                 uint32_t newDrift) {
   if (e < 0) return uint64_t{newDrift} | uint64_t{1} << 32;
@@ -28,8 +29,9 @@ __attribute__((noinline)) uint64_t driftOfOther(GhostTable& gt, int32_t e, uint3
   const uint32_t mark = ge.mark;
   ge.lastSeen = pass;
   if (state == kDeparting) ge.state = kLive;
-  if (flags & kUnheld) return uint64_t{newDrift} | uint64_t{1} << 32;
-  return odo - mark;
+  const uint64_t boosted = uint64_t{(flags & kBoosted) != 0} << 33;
+  if (flags & kUnheld) return uint64_t{newDrift} | uint64_t{1} << 32 | boosted;
+  return (odo - mark) | boosted;
 }
 
 // The update records of the chosen candidates, in packet order: sc[chosen[i]] for i < take, or
@@ -62,6 +64,34 @@ __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored*
 }
 
 }  // namespace
+
+void World::departHidden(Viewer& v, Scratch& s, const GhostLookup::Loaded& lookup) const {
+  GhostTable& gt = v.ghosts;
+  const uint32_t* slotGroups = snapshot_.slotGroups.data();
+  const uint32_t vg = v.groups;
+  uint32_t* ids = s.evicted.data();
+  uint32_t count = 0;
+  // A ghost the viewer may no longer see departs; one queued already (departing by the grace rule,
+  // or revived since) keeps its place in the queue.
+  auto check = [&](uint32_t e) {
+    GhostEntry& ge = gt.at(e);
+    if ((slotGroups[slotOfId(ge.id)] & vg) != 0) return;
+    ge.state = kDeparting;
+    if (!(ge.flags & kQueued)) ge.flags |= kQueued, ids[count++] = ge.id;
+  };
+  if (v.groupsScan) {
+    for (uint32_t e = 0; e < gt.size(); ++e) check(e);
+  } else {
+    for (uint64_t k = v.groupsFrom; k < v.groupsTo; ++k) {
+      const int32_t e = lookup.find(groupsLogIds_[size_t(k % kGroupsLog)]);
+      if (e >= 0) check(uint32_t(e));
+    }
+  }
+  // Ahead of every despawn queued before: in id order from the front.
+  std::sort(ids, ids + count);
+  for (uint32_t k = count; k > 0; --k) gt.enqueueFront(ids[k - 1]);
+  s.stats.hiddenDepartures += count;
+}
 
 void World::serve(Viewer& v, Scratch& s) {
   const Config& c = config_;
@@ -96,7 +126,7 @@ void World::serve(Viewer& v, Scratch& s) {
   const uint64_t* candD2 = s.candD2.data();
   const uint32_t* candIndex = s.candIndex.data();
   const uint64_t* candIdOdo = s.candIdOdo.data();
-  GatherResult g = gather(snap, GatherQuery{v.vx, v.vy, v.viewRadiusSq, v.cellRadius, c.walkCap, v.avatarId},
+  GatherResult g = gather(snap, GatherQuery{v.vx, v.vy, v.viewRadiusSq, v.cellRadius, c.walkCap, v.avatarId, v.groups},
                           Candidates{s.candD2.data(), s.candIndex.data(), s.candIdOdo.data()});
   st.candidates += g.count;
   st.examined += g.examined;
@@ -142,6 +172,7 @@ void World::serve(Viewer& v, Scratch& s) {
   };
   depart(s.stale.data(), gt.stale(pass, c.graceTicks, s.stale.data()));
   const GhostLookup::Loaded lookup = s.lookup.load(gt);
+  if (v.groupsScan || v.groupsFrom != v.groupsTo) departHidden(v, s, lookup);
 
   // Score: drift x weight[band]; drift = odometer now - mark (wrapping), or newDrift when the
   // client does not hold it. Held ghosts are stamped with this pass (and revived if departing).
@@ -150,6 +181,17 @@ void World::serve(Viewer& v, Scratch& s) {
   uint64_t* scores = s.scores.data();
   GhostEntry* const entries = &gt.at(0);
   const uint32_t* const weights = c.bandWeights.data();
+  // Priority: each entity's weight, and the viewer's boost of the entities in its set: held ones
+  // are flagged in their entries (kBoosted, off the common path), new ones found by slot in this
+  // worker's map, marked for as long as the viewer is served.
+  const uint8_t* const entityWeights = snap.weights.data();
+  const bool entityWeighted = snap.weightsInUse;
+  uint32_t* const boostIds = s.boostIds.data();
+  const bool boosting = !v.boost.empty();
+  const uint64_t boostFactor = v.boostFactor;
+  if (boosting)
+    for (uint32_t id : v.boost)
+      if (slotOfId(id) < s.boostIds.size()) boostIds[slotOfId(id)] = id;
   uint32_t m = 0, newPositive = 0;
   // Candidate i, whose lookup word is w (entry index + 1, or 0). The common case, a live ghost
   // the client holds with nothing pending (state and flags zero), is inline; the rest is
@@ -158,6 +200,7 @@ void World::serve(Viewer& v, Scratch& s) {
     const uint64_t idOdo = candIdOdo[i];
     const uint32_t id = candIdOf(idOdo);
     uint32_t drift, fresh = 0;
+    bool boosted = false;
     int32_t e = int32_t(w) - 1;
     if (w != 0 && entries[w - 1].id == id && (entries[w - 1].state | entries[w - 1].flags) == 0) [[likely]] {
       GhostEntry& ge = entries[w - 1];
@@ -165,17 +208,24 @@ void World::serve(Viewer& v, Scratch& s) {
       ge.lastSeen = pass;
     } else if (w == 0) {  // not held (the map has no entry of its slot): new
       drift = c.newDrift, fresh = 1;
+      boosted = boosting && boostIds[slotOfId(id)] == id;
       gt.prefetchIndex(id);  // it may be inserted
       ++newPositive;  // undone below when its score is zero
     } else {
       e = lookup.resolve(w, id);
       const uint64_t r = driftOfOther(gt, e, candOdoOf(idOdo), pass, c.newDrift);
-      drift = uint32_t(r), fresh = uint32_t(r >> 32);
+      drift = uint32_t(r), fresh = uint32_t(r >> 32) & 1;
+      boosted = e < 0 ? boosting && boostIds[slotOfId(id)] == id : (r >> 33) != 0;
       if (e < 0) gt.prefetchIndex(id);  // it may be inserted
       newPositive += e < 0;  // undone below when its score is zero
     }
-    // band = ilog2(d2). drift < 2^32 and weight < 2^32: the product fits in 64 bits (never saturates).
-    const uint64_t score = uint64_t{drift} * weights[ilog2(candD2[i])];
+    // band = ilog2(d2). drift < 2^32 and weight < 2^32: the product fits in 64 bits. Times the
+    // entity's weight and the viewer's boost (at most 16 x 16) it may not: it saturates.
+    uint64_t score = uint64_t{drift} * weights[ilog2(candD2[i])];
+    if (entityWeighted || boosted) {
+      const uint64_t f = (entityWeighted ? entityWeights[candIndex[i]] : 1u) * (boosted ? boostFactor : 1u);
+      if (__builtin_mul_overflow(score, f, &score)) score = UINT64_MAX;
+    }
     if (score == 0) {  // the cut at the first zero score: unmoved since last sent
       newPositive -= e < 0;
       return;
@@ -343,6 +393,7 @@ void World::serve(Viewer& v, Scratch& s) {
     if (r.entry < 0) {
       const uint32_t e = gt.insert(se.id, se.odo, pass);
       if (log) gt.ackAt(e).born = v.passes;
+      if (boosting && boostIds[slotOfId(se.id)] == se.id) gt.at(e).flags = kBoosted;
       r.entry = int16_t(e);  // for the loop below
     } else {
       GhostEntry& ge = gt.at(uint32_t(r.entry));
@@ -376,6 +427,10 @@ void World::serve(Viewer& v, Scratch& s) {
   }
   st.records += take;
   st.newGhosts += newGhosts;
+
+  if (boosting)
+    for (uint32_t id : v.boost)
+      if (slotOfId(id) < s.boostIds.size()) boostIds[slotOfId(id)] = slotOfId(id) ^ 1u;
 
   // Remove the despawned entries, highest index first so earlier indices stay valid.
   std::sort(s.removals.data(), s.removals.data() + removals, std::greater<uint32_t>());

@@ -119,7 +119,9 @@ Grid::Grid(const Config& c) : cellRadius(c.cellRadius), S(c.subGridDivisions) {
 }
 
 uint64_t Snapshot::memoryBytes() const {
-  return vectorBytes(cellStart) + vectorBytes(denseIndex) + vectorBytes(dense) + vectorBytes(subStart) + vectorBytes(ents) + vectorBytes(packed) +
+  return vectorBytes(cellStart) + vectorBytes(denseIndex) + vectorBytes(dense) + vectorBytes(subStart) + vectorBytes(ents) +
+         vectorBytes(packed) + vectorBytes(groups) + vectorBytes(weights) + vectorBytes(slotGroups) +
+         vectorBytes(groupsChanged) + vectorBytes(tmpGroups_) + vectorBytes(tmpWeights_) +
          vectorBytes(slotCell_) + vectorBytes(cursor_) + vectorBytes(tmpEnts_) + vectorBytes(tmpPacked_) + vectorBytes(slotPacked_) +
          vectorBytes(grid_.ringDx) + vectorBytes(grid_.ringDy) + vectorBytes(grid_.ringEnd) + vectorBytes(grid_.sub[0].order) +
          vectorBytes(grid_.sub[1].order);
@@ -137,7 +139,15 @@ void Snapshot::plan(const EntityStore& store) {
   const int shift = c.cellShift;
   const uint32_t cpa = c.cellsPerAxis;
 
-  if (slotCell_.size() < hw) slotCell_.resize(store.capacity()), slotPacked_.resize(store.capacity());
+  // Each array checked on its own: an allocation that throws leaves the others as they were, and
+  // the next plan() makes what is still missing.
+  auto atLeast = [](auto& v, size_t n, size_t size) {
+    if (v.size() < n) v.resize(size);
+  };
+  atLeast(slotCell_, hw, store.capacity());
+  atLeast(slotPacked_, hw, store.capacity());
+  if (slotGroups.size() < hw) slotGroups.resize(store.capacity(), ~0u);
+  atLeast(groupsChanged, hw, store.capacity());
   std::fill(cursor_.begin(), cursor_.end(), 0u);
 
   // The cell of each live slot, counts per cell.
@@ -158,10 +168,11 @@ void Snapshot::plan(const EntityStore& store) {
   planned_ = n, plannedOutside_ = outside, plannedHighWater_ = hw;
 
   // Room for the entities, and for the dense cells' sub-grids at the finer of the two levels.
-  if (ents.size() < n) {
-    size_t cap = std::max<size_t>(n, store.capacity());
-    ents.resize(cap), packed.resize(cap);
-  }
+  const size_t cap = std::max<size_t>(n, store.capacity());
+  atLeast(ents, n, cap);
+  atLeast(packed, n, cap);
+  atLeast(groups, n, cap);
+  atLeast(weights, n, cap);
   uint32_t denseCount = 0, largestDense = 0;
   for (uint32_t cell = 0; cell < c.cellCount; ++cell) {
     if (cursor_[cell] < c.denseCellThreshold) continue;
@@ -173,7 +184,10 @@ void Snapshot::plan(const EntityStore& store) {
     const size_t blocks = size_t{denseCount} * (S * S + 1);
     if (subStart.size() < blocks) subStart.resize(blocks);
     if (dense.size() < denseCount) dense.resize(denseCount);
-    if (tmpEnts_.size() < largestDense) tmpEnts_.resize(largestDense), tmpPacked_.resize(largestDense);
+    atLeast(tmpEnts_, largestDense, largestDense);
+    atLeast(tmpPacked_, largestDense, largestDense);
+    atLeast(tmpGroups_, largestDense, largestDense);
+    atLeast(tmpWeights_, largestDense, largestDense);
   }
 }
 
@@ -199,14 +213,29 @@ void Snapshot::fill(const EntityStore& store) {
 
   // Pass 2: scatter in slot order (stable), with every slot's position packed first (a loop of
   // its own, on vectors where the CPU has them: 8 at a time rather than one per scattered entity).
+  // In the same loop, each slot's groups against the previous snapshot's: the live entities whose
+  // groups changed are listed (in slot order), and every slot's groups kept for lookups by id.
   packSlots(sx, sy, sz, hw, packer_, slotPacked_.data());
+  const uint32_t* sg = store.groups();
+  const uint8_t* sw = store.weights();
+  const uint8_t* alive = store.alive();
+  uint32_t changed = 0, notAll = 0, notOne = 0;
   for (uint32_t s = 0; s < hw; ++s) {
+    const uint32_t g = sg[s];
+    if (g != slotGroups[s]) {
+      if (alive[s]) groupsChanged[changed++] = store.idOfSlot(s);
+      slotGroups[s] = g;
+    }
     uint32_t cell = slotCell_[s];
     if (cell == UINT32_MAX) continue;
     uint32_t at = cursor_[cell]++;
     ents[at] = SnapEntity{sx[s], sy[s], store.idOfSlot(s), odometer[s]};
     packed[at] = slotPacked_[s];
+    groups[at] = g, weights[at] = sw[s];
+    notAll |= ~g, notOne |= sw[s] ^ 1u;
   }
+  groupsChangedCount = changed;
+  groupsInUse = notAll != 0, weightsInUse = notOne != 0;
 
   // Dense cells: counting sort by sub-cell inside the cell's range, at level 1 (twice as fine)
   // when a level-0 sub-cell holds walkCap entities or more (a walk would stop inside it) and that
@@ -244,13 +273,15 @@ void Snapshot::fill(const EntityStore& store) {
       // ss[k] is now the start of sub-cell k; scatter through a copy.
       std::copy(ents.begin() + b, ents.begin() + e, tmpEnts_.begin());
       std::copy(packed.begin() + b, packed.begin() + e, tmpPacked_.begin());
+      std::copy(groups.begin() + b, groups.begin() + e, tmpGroups_.begin());
+      std::copy(weights.begin() + b, weights.begin() + e, tmpWeights_.begin());
       uint32_t wr[256];
       std::copy(ss, ss + SS, wr);
       for (uint32_t i = 0; i < m; ++i) {
         const SnapEntity& t = tmpEnts_[i];
         uint32_t k = uint32_t((t.y & cellMask) >> subShift) * S + uint32_t((t.x & cellMask) >> subShift);
         uint32_t at = wr[k]++;
-        ents[at] = t, packed[at] = tmpPacked_[i];
+        ents[at] = t, packed[at] = tmpPacked_[i], groups[at] = tmpGroups_[i], weights[at] = tmpWeights_[i];
       }
       ++dense;
     }

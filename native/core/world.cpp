@@ -23,6 +23,7 @@ void TickStats::add(const TickStats& o) {
   eligible += o.eligible, records += o.records, newGhosts += o.newGhosts, despawns += o.despawns;
   bytes += o.bytes, ghostTableFull += o.ghostTableFull, subscriptionChanges += o.subscriptionChanges;
   events += o.events, eventBytes += o.eventBytes, pressureEvictions += o.pressureEvictions;
+  hiddenDepartures += o.hiddenDepartures;
 }
 
 World::World(const Config& config, uint32_t capacity, bool recordGhostPositions)
@@ -79,7 +80,8 @@ std::unique_ptr<Viewer> World::makeViewer(uint32_t avatarId, ViewerOptions opts,
   auto v = std::make_unique<Viewer>(avatarId, payload, opts.sendPeriod, 0, config_.ghostTableCapacity, recordGhostPositions_,
                                     opts.acks, config_.eventReserveBytes, &ghostArena_);
   setViewRadius(*v, radius, config_);
-  v->asked = ViewerSettings{payload, opts.sendPeriod, radius};
+  v->groups = opts.groups;
+  v->asked = ViewerSettings{payload, opts.sendPeriod, radius, opts.groups, 1};
   v->askedLogUpdates = v->ackLog ? v->ackLog->maxUpdates : 0;
   return v;
 }
@@ -94,6 +96,24 @@ void World::prepareViewerChange(Viewer& v, ViewerChange& c, uint64_t outputTotal
   ViewerSettings to = v.asked;
   if (c.what & ViewerChange::kSendPeriod) checkSendPeriod(c.to.sendPeriod), to.sendPeriod = c.to.sendPeriod;
   if (c.what & ViewerChange::kViewRadius) checkViewRadius(c.to.viewRadiusRaw), to.viewRadiusRaw = c.to.viewRadiusRaw;
+  if (c.what & ViewerChange::kGroups) to.groups = c.to.groups;
+  std::vector<uint32_t> boost;
+  if (c.what & ViewerChange::kBoost) {
+    if (c.boost.size() > kMaxBoosted)
+      throw CoreError("ERR_SIGHTLINE_INVALID_VIEWER_OPTION", "a boost set holds at most " + std::to_string(kMaxBoosted) +
+                                                                 " entities, received " + std::to_string(c.boost.size()));
+    if (c.to.boostFactor < 1 || c.to.boostFactor > kMaxBoostFactor)
+      throw CoreError("ERR_SIGHTLINE_INVALID_VIEWER_OPTION", "a boost factor must be an integer from 1 to " +
+                                                                 std::to_string(kMaxBoostFactor) + ", received " +
+                                                                 std::to_string(c.to.boostFactor));
+    // Sorted, without repeats: the set, whatever order it was given in. A factor of 1 boosts
+    // nothing: the set is empty then.
+    if (c.to.boostFactor == 1) c.boost.clear();
+    std::sort(c.boost.begin(), c.boost.end());
+    c.boost.erase(std::unique(c.boost.begin(), c.boost.end()), c.boost.end());
+    boost = c.boost;  // v.askedBoost's new contents, made before anything changes
+    to.boostFactor = c.to.boostFactor;
+  }
   uint32_t logUpdates = v.askedLogUpdates;
   if (c.what & ViewerChange::kPayloadBytes) {
     checkPayloadBytes(c.to.payloadBytes);
@@ -111,6 +131,7 @@ void World::prepareViewerChange(Viewer& v, ViewerChange& c, uint64_t outputTotal
   }
   c.to = to;
   v.asked = to;
+  if (c.what & ViewerChange::kBoost) v.askedBoost.swap(boost);
   v.askedLogUpdates = logUpdates;
 }
 
@@ -122,6 +143,21 @@ void World::applyViewerChange(Viewer& v, ViewerChange& c) noexcept {
   if (c.what & ViewerChange::kViewRadius) {
     setViewRadius(v, c.to.viewRadiusRaw, config_);
     v.eligibleHint = 0;  // the threshold distance of the old radius says nothing of the new one
+  }
+  if ((c.what & ViewerChange::kGroups) && c.to.groups != v.groups) {
+    v.groups = c.to.groups;
+    v.groupsChanged = true;  // its next pass checks every ghost it holds
+  }
+  if (c.what & ViewerChange::kBoost) {
+    // The entries of the old set lose their flag, those of the new one get it (a factor of 1 is
+    // no boost: an empty set).
+    for (uint32_t id : v.boost)
+      if (int32_t e = v.ghosts.find(id); e >= 0) v.ghosts.at(uint32_t(e)).flags &= uint8_t(~kBoosted);
+    if (c.to.boostFactor <= 1) c.boost.clear();
+    v.boost.swap(c.boost);  // the old set goes with the change
+    v.boostFactor = v.boost.empty() ? 1 : c.to.boostFactor;
+    for (uint32_t id : v.boost)
+      if (int32_t e = v.ghosts.find(id); e >= 0) v.ghosts.at(uint32_t(e)).flags |= kBoosted;
   }
   if (c.what & ViewerChange::kPayloadBytes) {
     outputBytes_ = outputBytes_ - v.payloadBytes + c.to.payloadBytes;
@@ -378,6 +414,44 @@ void World::reserveTick(unsigned threads) {
   if (packetIndex_.size() < 3 * viewers_.size()) packetIndex_.resize(3 * viewers_.size() + 3 * viewers_.size() / 4);
   reserveScratch(threads);
   snapshot_.plan(store_);
+  if (store_.groupsEverSet() && groupsLogTicks_.size() < kGroupsLog) groupsLogIds_.resize(kGroupsLog), groupsLogTicks_.resize(kGroupsLog);
+}
+
+void World::logGroupChanges() noexcept {
+  const uint32_t n = snapshot_.groupsChangedCount;
+  if (n == 0 || groupsLogTicks_.size() < kGroupsLog) return;  // no ring: groups were never set, so none changed
+  for (uint32_t k = 0; k < n; ++k) {
+    const size_t at = size_t(groupsLogEnd_ % kGroupsLog);
+    if (groupsLogEnd_ >= kGroupsLog) groupsLogLostThrough_ = std::max(groupsLogLostThrough_, groupsLogTicks_[at]);
+    groupsLogIds_[at] = snapshot_.groupsChanged[k];
+    groupsLogTicks_[at] = tick_;
+    ++groupsLogEnd_;
+  }
+}
+
+// A due viewer's groups checks for this tick's pass: every ghost after a change of its own groups,
+// or when the log lost entries it needed, or when the log holds more changes for it than it has
+// ghosts; else the log entries since its last pass.
+void World::planGroupChecks(Viewer& v) const noexcept {
+  v.groupsScan = false, v.groupsFrom = v.groupsTo = groupsLogEnd_;
+  if (v.lastServedTick == 0) {  // never served: it holds nothing
+    v.groupsChanged = false;
+    return;
+  }
+  if (v.groupsChanged || (groupsLogEnd_ > 0 && groupsLogLostThrough_ > v.lastServedTick)) {
+    v.groupsScan = true;
+    v.groupsChanged = false;
+    return;
+  }
+  // The first entry of a tick after the last pass: ticks are non-decreasing along the ring.
+  uint64_t lo = groupsLogEnd_ > kGroupsLog ? groupsLogEnd_ - kGroupsLog : 0, hi = groupsLogEnd_;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (groupsLogTicks_[size_t(mid % kGroupsLog)] > v.lastServedTick) hi = mid;
+    else lo = mid + 1;
+  }
+  v.groupsFrom = lo;
+  if (groupsLogEnd_ - lo > v.ghosts.size()) v.groupsScan = true, v.groupsFrom = groupsLogEnd_;
 }
 
 void World::startTick() noexcept {
@@ -387,6 +461,7 @@ void World::startTick() noexcept {
   odometerMicros = microsSince(t0);
   auto t1 = std::chrono::steady_clock::now();
   snapshot_.fill(store_);
+  logGroupChanges();
   snapshotMicros = microsSince(t1);
 
   // Skip checks and the output layout: each viewer owns a fixed slice of payloadBytes.
@@ -408,6 +483,8 @@ void World::startTick() noexcept {
     }
     v.status = ViewerStatus::Due;
     v.vx = x, v.vy = y;
+    planGroupChecks(v);
+    v.lastServedTick = tick_;
   }
   outputSize_ = offset;
 }
@@ -416,13 +493,15 @@ void World::reserveScratch(unsigned threads) {
   while (scratch_.size() < threads) scratch_.push_back(std::make_unique<Scratch>());
   for (auto& s : scratch_) {
     // Candidates: at most every entity (the snapshot holds at most highWater of them).
+    // Each group of arrays is grown when its last one is short: after an allocation that threw
+    // part way, the next call makes the rest (resizing those made already to the size they have).
     size_t n = size_t{store_.highWater()} + kGatherSlack;
-    if (s->candD2.size() < n) {
+    if (s->indices.size() < 2 * n + 2 * kSplitSlack) {
       n += n / 4;
       s->candD2.resize(n), s->candIndex.resize(n), s->candIdOdo.resize(n), s->eligible.resize(n), s->buckets.resize(n);
       s->indices.resize(2 * n + 2 * kSplitSlack);
     }
-    if (s->scored.size() < config_.ghostCap) {
+    if (s->stale.size() < config_.ghostTableCapacity + 16) {
       s->scored.resize(config_.ghostCap), s->chosen.resize(config_.ghostCap);
       s->scores.resize(config_.ghostCap + kSplitSlack);
       s->lists.resize(2 * size_t{config_.ghostCap}), s->keys.resize(config_.ghostCap + kSplitSlack);
@@ -431,6 +510,11 @@ void World::reserveScratch(unsigned threads) {
       s->stale.resize(config_.ghostTableCapacity + 16);
     }
     s->lookup.reserve(store_.highWater());
+    if (s->boostIds.size() < store_.highWater()) {
+      size_t k = s->boostIds.size();
+      s->boostIds.resize(std::min<size_t>(store_.capacity(), size_t{store_.highWater()} + store_.highWater() / 4 + 64));
+      for (; k < s->boostIds.size(); ++k) s->boostIds[k] = uint32_t(k) ^ 1u;  // slot bits not k's: no id of slot k
+    }
   }
 }
 

@@ -35,6 +35,7 @@ struct ViewerOptions {
   uint32_t sendPeriod = 1;
   bool acks = false;      // the client acknowledges packets (World::acknowledge)
   int64_t viewRadiusRaw = 0;  // 0 = config.viewRadiusRaw; else 1 to config.viewRadiusRaw
+  uint32_t groups = ~0u;      // visibility groups
 };
 
 // A viewer's settings that may change while it is served (World::changeViewer).
@@ -42,7 +43,13 @@ struct ViewerSettings {
   uint32_t payloadBytes = 0;
   uint32_t sendPeriod = 1;
   int64_t viewRadiusRaw = 0;
+  uint32_t groups = ~0u;       // visibility groups: it sees the entities whose groups meet these
+  uint32_t boostFactor = 1;    // 1 to kMaxBoostFactor: the score of each entity in its boost set is multiplied by it
 };
+// A viewer's boost set (party members) holds at most this many entity ids; its factor at most
+// kMaxBoostFactor (so weight x boost <= 256).
+constexpr uint32_t kMaxBoosted = 64;
+constexpr uint32_t kMaxBoostFactor = 16;
 
 // Packets in flight to a viewer whose client acknowledges: for each, the updates (id, mark) and
 // despawn ids it carried. 64 packets; a slot reused before its packet was resolved is taken as
@@ -139,9 +146,10 @@ struct AckLog {
 // A change of some of a viewer's settings: the fields named in `what` (ViewerChange::Field).
 // prepareViewerChange checks it and makes what applying it needs; applyViewerChange applies it.
 struct ViewerChange {
-  enum Field : uint32_t { kSendPeriod = 1, kPayloadBytes = 2, kViewRadius = 4 };
+  enum Field : uint32_t { kSendPeriod = 1, kPayloadBytes = 2, kViewRadius = 4, kGroups = 8, kBoost = 16 };
   uint32_t what = 0;
   ViewerSettings to;
+  std::vector<uint32_t> boost;  // kBoost: the boost set's entity ids (to.boostFactor their factor)
   // kPayloadBytes on a viewer with acknowledgements whose log has no room for packets this large:
   // the larger log's arrays (AckLog::updateIds, updateMarks, despawnIds, for logUpdates updates
   // and logDespawns despawns a packet), made by prepareViewerChange; applying the change moves the
@@ -176,7 +184,20 @@ struct Viewer {
   // the next change is checked against). The caller's thread alone reads and writes it; the pass
   // never does.
   ViewerSettings asked;
+  std::vector<uint32_t> askedBoost;
   uint32_t askedLogUpdates = 0;  // the packet room of the acknowledgement log once queued changes apply
+  // Visibility groups, and the boost set (entity ids, sorted) with its factor.
+  uint32_t groups = ~0u;
+  uint32_t boostFactor = 1;
+  std::vector<uint32_t> boost;
+  // Groups checks: set when the viewer's groups changed (every ghost is checked at its next pass);
+  // the tick of its last pass (entities whose groups changed since are checked, from the world's
+  // groups log); set by prepareTick: the log range to check [groupsFrom, groupsTo), or a check of
+  // every ghost (groupsScan).
+  bool groupsChanged = false;
+  bool groupsScan = false;
+  uint32_t lastServedTick = 0;
+  uint64_t groupsFrom = 0, groupsTo = 0;
   uint32_t passes = 0;  // passes served
   // The squared distance of the ghostCap-th nearest candidate on the last pass that had more (0:
   // none yet): where the next pass looks for its threshold first (see keepSmallestNear).
@@ -224,6 +245,7 @@ struct TickStats {
   uint64_t candidates = 0, examined = 0, eligible = 0, records = 0, newGhosts = 0, despawns = 0;
   uint64_t bytes = 0, ghostTableFull = 0, subscriptionChanges = 0, events = 0, eventBytes = 0;
   uint64_t pressureEvictions = 0;  // ghosts evicted before their grace window ran out: the table was full
+  uint64_t hiddenDepartures = 0;   // ghosts departed at once: their groups no longer meet the viewer's
   void add(const TickStats& o);
 };
 
@@ -372,9 +394,16 @@ class World {
     std::vector<uint32_t> stale;     // entries found stale this pass (GhostTable::stale)
     std::vector<uint16_t> words;     // lookup map words of the eligible candidates
     GhostLookup lookup;              // slot -> entry of the viewer being served
+    // Per slot: the boosted id of that slot while a viewer with a boost set is scored, else a
+    // value no id of the slot can be (its slot bits differ).
+    std::vector<uint32_t> boostIds;
     TickStats stats;
   };
   void serve(Viewer& v, Scratch& s);
+  // The ghosts of v the viewer may no longer see (their groups, as of this snapshot, do not meet
+  // v's) depart now, their despawns ahead of the others. The ghosts checked: every one after a
+  // change of v's groups, else those of entities whose groups changed since v's last pass.
+  void departHidden(Viewer& v, Scratch& s, const GhostLookup::Loaded& lookup) const;
   // Throws ERR_SIGHTLINE_INVALID_ACK unless `ack` is one of the `passes` sequences up to sequence - 1.
   static void checkAck(const Viewer& v, uint16_t ack, uint16_t sequence, uint32_t passes);
   void resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::Outcome outcome) const;
@@ -400,6 +429,16 @@ class World {
   uint64_t outputBytes_ = 0;
   std::vector<std::unique_ptr<Scratch>> scratch_;
   TickStats stats_;
+  // The groups log: the entities whose groups changed, with the tick of the snapshot that saw the
+  // change, in a ring of kGroupsLog entries (made when groups are first set): a viewer's pass
+  // checks those since its last one. end: entries ever written; lostThrough: the newest tick of an
+  // entry overwritten (a viewer whose last pass was before it checks every ghost instead).
+  static constexpr uint32_t kGroupsLog = 1u << 16;
+  std::vector<uint32_t> groupsLogIds_, groupsLogTicks_;
+  uint64_t groupsLogEnd_ = 0;
+  uint32_t groupsLogLostThrough_ = 0;
+  void logGroupChanges() noexcept;
+  void planGroupChecks(Viewer& v) const noexcept;
 };
 
 }  // namespace sightline

@@ -155,15 +155,23 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
       if (!w.hasViewer(id)) w.addViewer(id, ViewerOptions{0, 1, rng() % 2 == 0}), viewers.push_back(id);
     }
     // Settings change while viewers are served: send period, packet size (an acks viewer's log
-    // grows), view radius.
+    // grows), view radius, groups, boost set. Entities change groups and priority.
     for (uint32_t v : viewers) {
       if (rng() % 12 != 0) continue;
       ViewerChange ch;
-      ch.what = 1u + rng() % 7;
+      ch.what = 1u + rng() % 31;
       ch.to.sendPeriod = 1 + rng() % 3;
       ch.to.payloadBytes = uint32_t(16 + 40 + 12 * (1 + rng() % 60) + 4 * (rng() % 8));
       ch.to.viewRadiusRaw = 1 + int64_t(rng() % uint64_t(c.viewRadiusRaw));
+      ch.to.groups = rng() % 3 == 0 ? ~0u : 1u + rng() % 15;
+      ch.to.boostFactor = 1 + rng() % 16;
+      for (uint32_t k = rng() % 8; k > 0; --k) ch.boost.push_back(live[rng() % live.size()]);
       w.changeViewer(v, std::move(ch));
+    }
+    for (uint32_t id : live) {
+      const uint32_t k = rng() % 100;
+      if (k < 3) w.entities().setGroups(id, rng() % 4 == 0 ? ~0u : rng() % 16);
+      else if (k < 5) w.entities().setWeight(id, 1 + rng() % 16);
     }
     for (uint32_t v : viewers) {
       if (rng() % 4 != 0) continue;
@@ -236,10 +244,23 @@ void warmTicksDoNotAllocate(unsigned threads) {
   for (int i = 0; i < 4000; ++i)
     w.entities().spawn(int32_t(2048 * 1024 + rng() % (128 * 1024)), int32_t(2048 * 1024 + rng() % (128 * 1024)), 0);
   for (uint32_t s = 0; s < 600; ++s) w.addViewer(w.entities().idOfSlot(s), ViewerOptions{0, 1 + s % 2, s % 3 == 0});
+  // Every control in use: viewers with their own radius, groups and a boost set; entities with
+  // groups and priorities that keep changing (the groups log and checks run every tick).
+  for (uint32_t s = 0; s < 600; s += 2) {
+    ViewerChange ch;
+    ch.what = ViewerChange::kViewRadius | ViewerChange::kGroups | ViewerChange::kBoost;
+    ch.to.viewRadiusRaw = c.viewRadiusRaw / 2 + rng() % (c.viewRadiusRaw / 2);
+    ch.to.groups = 1u + rng() % 15;
+    ch.to.boostFactor = 4;
+    for (uint32_t k = 0; k < 8; ++k) ch.boost.push_back(w.entities().idOfSlot(rng() % 4000));
+    w.changeViewer(w.entities().idOfSlot(s), std::move(ch));
+  }
+  for (uint32_t s = 0; s < 4000; ++s) w.entities().setWeight(w.entities().idOfSlot(s), 1 + rng() % 16);
   ThreadPool pool(threads);
   auto tick = [&](uint32_t t) {
     int32_t* xs = w.entities().x();
     for (uint32_t s = 0; s < 4000; ++s) xs[s] += int32_t(rng() % 201) - 100;
+    for (uint32_t k = 0; k < 40; ++k) w.entities().setGroups(w.entities().idOfSlot(rng() % 4000), rng() % 16);
     w.prepareTick(pool.size());
     w.runPass(pool);
     for (uint32_t s = 0; s < 600; s += 3) {
