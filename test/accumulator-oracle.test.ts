@@ -7,6 +7,10 @@
 //              avatar (2D, d2 = dx² + dy² <= viewRadiusRaw², inclusive), the avatar itself excluded.
 //              walkCap and ghostCap never bind in these worlds, so every candidate is eligible;
 //              the 'full' worlds fill the table instead (a small ghostCap, a long grace window).
+//              In the 'capped' worlds the ghost cap binds: the nearest ghostCap candidates are
+//              eligible, and so are scored the ghosts the client holds among the others, unless
+//              they are departing (their grace window ran out, or the table's room did), which
+//              the test reads from the ghost table after the tick.
 //   drift      odometer now - odometer when last sent to this viewer, if its client holds the
 //              entity; newDrift (the view radius, raw) if it does not.
 //   score      drift × bandWeights[ilog2(d2)], exact (BigInt: the product passes 2^53).
@@ -112,8 +116,10 @@ interface Scenario {
   weights: 'default' | 'random';
   /** 'roomy': ghostCap 1024, tables never fill. 'full': ghostCap 40 (80 table slots), a grace
    *  window of 40 to 80 passes, a smaller view and fast avatars, so tables fill with ghosts out of
-   *  range and new candidates meet a table without room for all of them. */
-  tables: 'roomy' | 'full';
+   *  range and new candidates meet a table without room for all of them. 'capped': ghostCap 8 to
+   *  23, far below the candidates, and a grace window of 3 to 30 passes: ghosts past the cap are
+   *  held, and scored, for a while. */
+  tables: 'roomy' | 'full' | 'capped';
   /** Priorities, groups, per-viewer radii and boosts in use, changing as the run goes. */
   controls: boolean;
   ticks: number;
@@ -154,6 +160,10 @@ interface Coverage {
   hidden: number;
   /** Ghosts departed at once for their groups (stats.hiddenDepartures). */
   hiddenDepartures: number;
+  /** 'capped': updates sent of ghosts past the cap (held, not eligible). */
+  pastCapSent: number;
+  /** 'capped': packets not compared because two candidates tied at the cap's distance (gather order decides). */
+  capTies: number;
 }
 
 async function runScenario(s: Scenario): Promise<Coverage> {
@@ -167,17 +177,17 @@ async function runScenario(s: Scenario): Promise<Coverage> {
       ? { bandWeights: Array.from({ length: 64 }, () => randInt(rw, 1, 2 ** 32)), newDrift: s.controls ? randInt(rw, 1_000_000, 4_000_000) : randInt(rw, 1, 4 * VIEW_M) }
       : {};
   const full = s.tables === 'full';
+  const capped = s.tables === 'capped';
   const c = WorldConfig.build({
     ...custom,
     regionSize: REGION_M,
     viewRadius: full ? FULL_VIEW_M : VIEW_M,
     walkCap: s.walk === 'uncapped' ? Infinity : RING_WALK_CAP,
-    ghostCap: full ? FULL_GHOST_CAP : 1024,
-    graceTicks: full ? randInt(r, 60, 101) : randInt(r, 0, 5),
+    ghostCap: full ? FULL_GHOST_CAP : capped ? randInt(r, 8, 24) : 1024,
+    graceTicks: full ? randInt(r, 60, 101) : capped ? randInt(r, 3, 31) : randInt(r, 0, 5),
     ...(s.walk === 'ring' ? { cellSize: VIEW_M, denseCellThreshold: 12, subGridDivisions: 4 } : {}),
   });
   const region = c.regionRaw;
-  const r2 = c.viewRadiusRaw * c.viewRadiusRaw;
   expect(c.ghostTableCapacity).toBe(2 * c.ghostCap);
   const weights = c.bandWeights.map((v) => BigInt(v));
   expect(weights.length).toBe(64);
@@ -245,8 +255,9 @@ async function runScenario(s: Scenario): Promise<Coverage> {
     // Half the viewers get a tight budget (1 to 8 update slots, sometimes a few spare bytes), so the
     // selection and the despawns' share of it matter; the rest a medium or the default payload.
     const k = r();
-    const payload =
-      i % 2 === 0
+    const payload = capped
+      ? 16 + 12 * randInt(r, 3, 12) + 4 * randInt(r, 0, 3)
+      : i % 2 === 0
         ? 16 + 12 * randInt(r, 1, 9) + 4 * randInt(r, 0, 3)
         : k < 0.5
           ? c.payloadBytes
@@ -284,6 +295,8 @@ async function runScenario(s: Scenario): Promise<Coverage> {
     saturated: 0,
     hidden: 0,
     hiddenDepartures: 0,
+    pastCapSent: 0,
+    capTies: 0,
   };
 
   for (let t = 1; t <= s.ticks; t++) {
@@ -368,6 +381,7 @@ async function runScenario(s: Scenario): Promise<Coverage> {
     expect(res.packets.length).toBe(viewers.length);
 
     let candidateTotal = 0;
+    let eligibleTotal = 0;
     // New candidates the walk skips for want of room, summed over the viewers: exact but for the
     // group where a walk stops (gather order decides how many it meets there).
     let skippedLeast = 0;
@@ -386,6 +400,23 @@ async function runScenario(s: Scenario): Promise<Coverage> {
       const cands: Cand[] = [];
       let zero = 0;
       let inBox = 0;
+      // 'capped': the candidates by distance, the nearest ghostCap eligible; the others are scored
+      // only when the client holds them and the table still has them live.
+      const inRange: { e: Ent; d2: number }[] = [];
+      for (const e of ents.values()) {
+        if (e === v.avatar || e.x < 0 || e.y < 0 || e.x >= region || e.y >= region) continue;
+        const d2 = (e.x - vx) ** 2 + (e.y - vy) ** 2;
+        if (d2 <= v.radius * v.radius && (e.groups & v.groups) !== 0) inRange.push({ e, d2 });
+      }
+      inRange.sort((a, b) => a.d2 - b.d2);
+      const eligibleIds = new Set(inRange.slice(0, c.ghostCap).map((k) => k.e.id));
+      eligibleTotal += Math.min(inRange.length, c.ghostCap);
+      const capTie = inRange.length > c.ghostCap && inRange[c.ghostCap - 1].d2 === inRange[c.ghostCap].d2;
+      let live: Set<number> | undefined;
+      if (capped) {
+        const g = w.ghosts(v.avatar.id);
+        live = new Set(Array.from(g.ids).filter((_, i) => g.state[i] === 0));
+      }
       const vcx = vx >> c.cellShift;
       const vcy = vy >> c.cellShift;
       const cellRadius = Math.ceil(v.radius / c.cellRaw);
@@ -402,6 +433,10 @@ async function runScenario(s: Scenario): Promise<Coverage> {
           continue;
         }
         const held = v.client.held.has(e.id);
+        if (capped && !eligibleIds.has(e.id) && !(held && live!.has(e.id))) {
+          candidateTotal++;
+          continue;
+        }
         let drift: number;
         if (held) {
           const mark = v.marks.get(e.id);
@@ -426,8 +461,9 @@ async function runScenario(s: Scenario): Promise<Coverage> {
       }
       if (inBox > c.walkCap) cov.ringPasses++;
       if (zero > 0 && cands.length < slots) cov.zeroCuts++;
-      // The worlds are built so that neither cap binds: every candidate is eligible.
-      if (cands.length + zero >= Math.min(c.walkCap, c.ghostCap)) {
+      // The worlds are built so that neither cap binds (but the ghost cap in 'capped'): every
+      // candidate is eligible.
+      if (!capped && cands.length + zero >= Math.min(c.walkCap, c.ghostCap)) {
         throw new Error(`test world too crowded: viewer ${v.avatar.id} has ${cands.length + zero} candidates (walkCap ${c.walkCap}, ghostCap ${c.ghostCap})`);
       }
 
@@ -474,6 +510,14 @@ async function runScenario(s: Scenario): Promise<Coverage> {
         if (cut > 0 && cands[cut - 1].score === cands[cut].score) cov.distanceTies++;
       }
       const got = Array.from(raw.ids.subarray(0, raw.updateCount));
+      if (capped) cov.pastCapSent += got.filter((id) => !eligibleIds.has(id)).length;
+      if (capTie) {
+        // Gather order decided which of the tied candidates are eligible: not compared.
+        cov.capTies++;
+        v.client.apply(bytes);
+        for (const id of got) v.marks.set(id, ents.get(id)!.odo);
+        continue;
+      }
       const gotSet = new Set(got);
       const missing = [...must].filter((id) => !gotSet.has(id));
       const extra = got.filter((id) => !must.has(id) && !flexible.some((f) => f.ids.has(id)));
@@ -536,7 +580,7 @@ async function runScenario(s: Scenario): Promise<Coverage> {
       throw new Error(`tick ${t}: the engine skipped ${skipped} new candidates for want of room, the model ${skippedLeast} to ${skippedMost}`);
     }
     // The engine gathered exactly the model's candidates (none capped away).
-    expect({ tick: t, candidates: res.stats.candidates, eligible: res.stats.eligible }).toEqual({ tick: t, candidates: candidateTotal, eligible: candidateTotal });
+    expect({ tick: t, candidates: res.stats.candidates, eligible: res.stats.eligible }).toEqual({ tick: t, candidates: candidateTotal, eligible: eligibleTotal });
   }
   return cov;
 }
@@ -552,6 +596,9 @@ describe('priority accumulator against a brute-force model', () => {
     { walk: 'uncapped', weights: 'default', tables: 'roomy', controls: true },
     { walk: 'ring', weights: 'random', tables: 'roomy', controls: true },
     { walk: 'uncapped', weights: 'default', tables: 'full', controls: true },
+    { walk: 'uncapped', weights: 'default', tables: 'capped', controls: false },
+    { walk: 'uncapped', weights: 'random', tables: 'capped', controls: false },
+    { walk: 'uncapped', weights: 'random', tables: 'capped', controls: true },
   ] as const;
   for (const { walk, weights, tables, controls } of scenarios) {
     for (const seed of [11, 22, 33]) {
@@ -561,12 +608,14 @@ describe('priority accumulator against a brute-force model', () => {
             const ticks = 120;
             const st = await runScenario({ seed, threads, walk, weights, tables, controls, ticks });
             if (process.env.ORACLE_COVERAGE) console.log(JSON.stringify({ seed, threads, walk, weights, tables, controls, ...st }));
-            expect(st.checked).toBe(8 * ticks);
+            expect(st.checked + st.capTies).toBe(8 * ticks);
+            expect(st.capTies).toBeLessThan(ticks / 4);
             // The worlds exercised what they are meant to.
-            expect(st.zeroCuts).toBeGreaterThan(ticks);
+            // (With the ghost cap binding, few packets are left with room after every positive score.)
+            expect(st.zeroCuts).toBeGreaterThan(tables === 'capped' ? 10 : ticks);
             expect(st.budgetBound).toBeGreaterThan(ticks);
-            // Priorities break most ties of equal scores.
-            expect(st.distanceTies).toBeGreaterThan(controls ? 0 : 10);
+            // Priorities break most ties of equal scores; so does the ghost cap binding.
+            expect(st.distanceTies).toBeGreaterThan(controls ? 0 : tables === 'capped' ? 5 : 10);
             expect(st.despawnPackets).toBeGreaterThan(10);
             if (controls) {
               expect(st.hidden).toBeGreaterThan(ticks);
@@ -577,6 +626,7 @@ describe('priority accumulator against a brute-force model', () => {
               expect(st.ringPasses).toBeGreaterThan(ticks);
               expect(st.denseTicks).toBeGreaterThan(ticks / 2);
             }
+            if (tables === 'capped') expect(st.pastCapSent).toBeGreaterThan(ticks);
             if (tables === 'full') {
               // Early evictions free room within a pass or two, so fewer packets meet a full table.
               // Hidden entities and smaller radii leave fewer candidates with controls.

@@ -219,6 +219,47 @@ describe('input over UDP', () => {
     expect(h.server.counters.listenerErrors).toBe(0);
   });
 
+  it('a game packet on the wire is the engine packet byte for byte, but for header bytes 8..11: the input acknowledgement; the same bytes for 1, 2 and 8 threads', async () => {
+    const runs: string[] = [];
+    for (const threads of [1, 2, 8]) {
+      const h = await harness({}, threads);
+      const raw = await rawSocket();
+      const w = (await rawHandshake(raw, h.port, 1)) as WelcomeMessage;
+      const port = (raw.s.address() as { port: number }).port;
+      const packets: Uint8Array[] = [];
+      raw.s.on('message', (m) => {
+        if (m[0] === 1) packets.push(new Uint8Array(m));
+      });
+      const send = (b: Uint8Array) => h.server.handleDatagram(b, HOST, port);
+      // Reliable 0, 1 and 3 arrive (2 is missing): expected next 2, and 3 held (bit 0).
+      for (const seq of [0, 1, 3]) send(encodeInput({ token: w.token, kind: 1, sequence: seq, payload: Uint8Array.of(seq) }));
+      const engine: Uint8Array[] = [];
+      for (let t = 0; t < 3; t++) {
+        const result = await h.world.tick();
+        for (let i = 0; i < result.count; i++) if (result.viewerAt(i) === w.avatar) engine.push(result.bytesAt(i).slice());
+        h.server.sendTick(result);
+        if (t === 1) send(encodeInput({ token: w.token, kind: 1, sequence: 2, payload: Uint8Array.of(2) })); // fills the gap: 4 expected
+      }
+      await until('three packets', () => packets.length === 3);
+      const acks = packets.map((p) => [p[8] | (p[9] << 8), p[10] | (p[11] << 8)]);
+      expect(acks).toEqual([
+        [2, 1],
+        [2, 1],
+        [4, 0],
+      ]);
+      for (let i = 0; i < 3; i++) {
+        expect(Array.from(engine[i].subarray(8, 12))).toEqual([0, 0, 0, 0]); // the engine writes zeros there
+        const wire = packets[i].slice();
+        wire.fill(0, 8, 12);
+        expect(Buffer.from(wire).equals(Buffer.from(engine[i]))).toBe(true);
+      }
+      runs.push(packets.map((p) => Buffer.from(p).toString('hex')).join('|'));
+      await runCleanups();
+    }
+    expect(runs[1]).toBe(runs[0]);
+    expect(runs[2]).toBe(runs[0]);
+  });
+
   it('sendInput: not connected, oversized, unknown kinds and a full reliable queue are coded errors that send and queue nothing', async () => {
     const h = await harness({ maxInputBytes: 8 });
     const idle = new UdpClient();

@@ -111,7 +111,7 @@ const plain = (m: object) =>
   ) as unknown;
 
 describe('control messages: the documented test vectors', () => {
-  it('each vector (generated from docs/transport.md alone) is what the encoder writes and decodes to its fields', () => {
+  it('each vector (generated from docs/control-messages.md alone) is what the encoder writes and decodes to its fields', () => {
     const t = (v: Vector) => Uint8Array.from(v.decoded.token as number[]);
     const encoders: Record<string, (v: Vector) => Uint8Array> = {
       hello: () => encodeHello({ protocolHash: 0xdf87a786, nonce: 0x01020304 }),
@@ -127,14 +127,14 @@ describe('control messages: the documented test vectors', () => {
       'input-unreliable-empty': (v) => encodeInput({ token: t(v), kind: 0, sequence: 65535, payload: new Uint8Array(0) }),
     };
     expect(vectors.messages.map((v) => v.name).sort()).toEqual(Object.keys(encoders).sort());
-    const doc = readFileSync(join(here, '..', 'docs', 'transport.md'), 'utf8').replace(/\s+/g, '');
+    const doc = readFileSync(join(here, '..', 'docs', 'control-messages.md'), 'utf8').replace(/\s+/g, '');
     for (const v of vectors.messages) {
       const b = encoders[v.name](v);
       expect(hex(b), v.name).toBe(v.hex);
       expect(b.length).toBe(v.bytes);
       expect(plain(decodeControl(b)), v.name).toEqual(v.decoded);
       // The document shows every vector in full (at most 64 bytes a vector there; longer ones by their start).
-      expect(doc, `docs/transport.md shows the ${v.name} vector`).toContain(v.hex.slice(0, 128));
+      expect(doc, `docs/control-messages.md shows the ${v.name} vector`).toContain(v.hex.slice(0, 128));
     }
   });
 
@@ -405,10 +405,10 @@ describe('cookies', () => {
 });
 
 describe('browser safety', () => {
-  it('the protocol, the client session, the client world, input, the link and the transport interface import nothing from Node', () => {
+  it('the protocol, the client session, the client world and its extrapolation, input, the link and the transport interface import nothing from Node', () => {
     const browserSafe = [
       'protocol.ts', 'control-types.ts', 'control-encode.ts', 'control-decode.ts', 'control-layout.ts', 'bytes.ts', 'options.ts',
-      'client-world.ts', 'client-session.ts', 'input.ts', 'lossy-link.ts', 'transport.ts', 'browser.ts',
+      'client-world.ts', 'extrapolate.ts', 'client-session.ts', 'client-session-types.ts', 'input.ts', 'lossy-link.ts', 'transport.ts', 'ws-client.ts', 'browser.ts',
     ];
     for (const f of browserSafe) {
       const src = readFileSync(join(here, '..', 'lib', 'net', f), 'utf8');

@@ -13,6 +13,9 @@ import {
   type ChallengeMessage,
   type WelcomeMessage,
 } from '../lib/net/protocol.js';
+import { SessionHost, type Endpoint } from '../lib/net/session-host.js';
+import { decodeControl, MSG_ACK, MSG_BYE, MSG_HELLO, MSG_INPUT, MSG_PING } from '../lib/net/protocol.js';
+import { zeroSessionCounters } from '../lib/net/transport.js';
 import { rng } from './helpers/model.js';
 import { HOST, caughtUp, client, config, harness, mismatches, rawHandshake, rawSocket, runCleanups, until } from './helpers/net.js';
 
@@ -193,6 +196,67 @@ describe('sessions nobody can hijack', () => {
     expect(() => new UdpServer({ config, onConnect, address: '::', type: 'udp6' }).close()).not.toThrow();
     expect(() => new UdpClient({ bindAddress: '' })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     expect(() => new UdpClient({ bindAddress: 7 as never })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+  });
+});
+
+describe('the server checks session messages inline; decodeControl is the slow twin', () => {
+  it('on random and mutated datagrams the server drops as malformed exactly what decodeControl rejects (or a server never receives)', () => {
+    const seed = 0x5e55;
+    const r = rng(seed);
+    const sent: Uint8Array[] = [];
+    const counters = zeroSessionCounters();
+    const host = new SessionHost<Endpoint>('test', { config, onConnect: () => 1 }, counters, (b) => sent.push(b));
+    const from = { address: '127.0.0.1', port: 4000 };
+    // A session at that address, so that well-formed messages reach the token check.
+    host.handle(encodeHello({ protocolHash: config.protocolHash, nonce: 1 }), '127.0.0.1:4000', from);
+    const cookie = (decodeControl(sent[0]) as ChallengeMessage).cookie;
+    host.handle(encodeHello({ protocolHash: config.protocolHash, nonce: 1, cookie }), '127.0.0.1:4000', from);
+    const token = (decodeControl(sent[1]) as WelcomeMessage).token;
+    const seeds = [
+      encodeAck(token, 0, 0),
+      encodeBye(token),
+      encodePing(token),
+      encodeInput({ token, kind: 0, sequence: 1, payload: Uint8Array.of(1, 2) }),
+      encodeHello({ protocolHash: config.protocolHash, nonce: 9 }),
+      sent[0],
+      sent[1],
+    ];
+    for (let k = 0; k < 20_000; k++) {
+      let b: Uint8Array;
+      if (r() < 0.3) {
+        b = Uint8Array.from({ length: Math.floor(r() * 40) }, () => Math.floor(r() * 256));
+        if (b.length > 0 && r() < 0.7) b[0] = 0xa0 + Math.floor(r() * 9);
+      } else {
+        const base = seeds[Math.floor(r() * seeds.length)];
+        const cut = r() < 0.3 ? Math.floor(r() * (base.length + 2)) : base.length;
+        b = new Uint8Array(cut);
+        b.set(base.subarray(0, Math.min(cut, base.length)));
+        if (r() < 0.5 && b.length > 0) b[Math.floor(r() * b.length)] ^= 1 << Math.floor(r() * 8);
+      }
+      let expected: boolean;
+      try {
+        const m = decodeControl(b);
+        expected = ![MSG_ACK, MSG_BYE, MSG_PING, MSG_INPUT, MSG_HELLO].includes(m.type);
+      } catch {
+        expected = true;
+      }
+      const before = counters.malformed;
+      host.handle(b, '127.0.0.1:4000', from);
+      const malformed = counters.malformed - before === 1;
+      if (malformed !== expected) throw new Error(`seed ${seed}, datagram ${k} (${Buffer.from(b).toString('hex')}): server says malformed ${malformed}, decodeControl ${expected}`);
+      // A BYE with the right token ends the session: open it again for the next datagrams.
+      if (host.byKey.size === 0) {
+        sent.length = 0;
+        host.handle(encodeHello({ protocolHash: config.protocolHash, nonce: k + 2 }), '127.0.0.1:4000', from);
+        const c = (decodeControl(sent[0]) as ChallengeMessage).cookie;
+        host.handle(encodeHello({ protocolHash: config.protocolHash, nonce: k + 2, cookie: c }), '127.0.0.1:4000', from);
+        const t = (decodeControl(sent[1]) as WelcomeMessage).token;
+        for (let i = 0; i < 4; i++) seeds[i].set(t, 1);
+        token.set(t);
+      }
+    }
+    expect(counters.malformed).toBeGreaterThan(1000);
+    expect(counters.badTokens).toBeGreaterThan(100);
   });
 });
 

@@ -139,6 +139,62 @@ describe('priority accumulator', () => {
   });
 });
 
+describe('ghosts inside the grace window', () => {
+  // A ghost held past the cap moves 1 m a tick: it stays held for the grace window and is updated
+  // while it lasts (not frozen), then departs.
+  async function pastCap(setup: (w: World) => { viewer: number; held: number; pushOut: () => void }, config: Parameters<typeof WorldConfig.build>[0]) {
+    const c = WorldConfig.build(config);
+    const w = new World(c, { capacity: 64, threads: 1 });
+    const { viewer, held, pushOut } = setup(w);
+    w.addViewer(viewer);
+    const client = new ModelClient(c);
+    client.apply((await w.tick()).packets[0].bytes);
+    expect(client.held.has(held)).toBe(true);
+    pushOut();
+    const sentAt: number[] = [];
+    let departedAt = -1;
+    for (let t = 1; t <= c.graceTicks + 3; t++) {
+      w.positions.x[w.slotOf(held)] += toRaw(1);
+      const res = await w.tick();
+      const u = updatesOf(res, viewer, c);
+      if (u.ids.includes(held)) sentAt.push(t);
+      if (u.despawns.includes(held)) departedAt = t;
+      client.apply(res.packets[0].bytes);
+      if (client.held.has(held)) expect(client.held.get(held)!.x).toBe(w.positions.x[w.slotOf(held)]);
+    }
+    return { sentAt, departedAt, grace: c.graceTicks };
+  }
+
+  it('a ghost pushed past the ghost cap is updated every tick of its grace window, then despawned', async () => {
+    const r = await pastCap(
+      (w) => {
+        const viewer = w.spawn({ x: 1000, y: 1000, z: 0 });
+        for (let i = 0; i < 3; i++) w.spawn({ x: 1000 + 5 + i, y: 1000, z: 0 });
+        const held = w.spawn({ x: 1000, y: 1040, z: 0 });
+        return { viewer, held, pushOut: () => void w.spawn({ x: 1000, y: 1002, z: 0 }) };
+      },
+      { ghostCap: 4, graceTicks: 6 },
+    );
+    // Not eligible from tick 1 on: updated on ticks 1..grace + 1, despawned on the pass after.
+    expect(r.sentAt).toEqual(Array.from({ length: r.grace + 1 }, (_, i) => i + 1));
+    expect(r.departedAt).toBe(r.grace + 2);
+  });
+
+  it('a ghost the capped walk no longer reaches is updated while it is held', async () => {
+    // Cells of 32 m; the walk stops after the viewer's own cell once it holds a candidate.
+    const r = await pastCap(
+      (w) => {
+        const viewer = w.spawn({ x: 1000, y: 1000, z: 0 });
+        const held = w.spawn({ x: 1040, y: 1000, z: 0 });
+        return { viewer, held, pushOut: () => void w.spawn({ x: 1001, y: 1001, z: 0 }) };
+      },
+      { cellSize: 32, viewRadius: 64, walkCap: 1, graceTicks: 4 },
+    );
+    expect(r.sentAt).toEqual(Array.from({ length: r.grace + 1 }, (_, i) => i + 1));
+    expect(r.departedAt).toBe(r.grace + 2);
+  });
+});
+
 describe('a full ghost table', () => {
   it('a viewer that moved through two crowds gets its new neighbours at once: idle ghosts are evicted early, least recently eligible first', async () => {
     for (const [ghostCap, graceTicks] of [

@@ -1,17 +1,18 @@
 // The quality harness (tools/quality/): report shape, same bytes for every strategy, what is
-// robustly true of the strategies on a small dense run, determinism, and the command.
+// robustly true of the strategies and of the moments (before, after, extrapolated) on a small
+// dense run, what differs from umwelt-rs's run, determinism, and the command.
 import { Command, CommanderError } from 'commander';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../tools/cli/main.js';
-import { QUALITY_BANDS, QUALITY_STRATEGIES, UMWELT_REFERENCE, formatQualityReport, runQuality, type QualityReport } from '../tools/quality/index.js';
+import { QUALITY_BANDS, QUALITY_MOMENTS, QUALITY_STRATEGIES, UMWELT_REFERENCE, formatQualityReport, runQuality, type QualityReport } from '../tools/quality/index.js';
 import { registerQualityCommand } from '../tools/cli/quality-command.js';
 
 // QUALITY_SEED=n reruns with another seed.
 const SEED = Number(process.env.QUALITY_SEED ?? 7);
 
-// 3,000 entities in a 1,024 m region: about 460 entities within a viewer's 256 m radius, far more
-// than the 98 update records of a packet, so the strategies have to choose.
-const SMALL = { entities: 3000, viewers: 20, ticks: 60, warmupTicks: 10, seed: SEED, threads: 1, config: { regionSize: 1024 } } as const;
+// umwelt-rs's scenario, 3,000 entities in a 1,024 m region: about 490 entities within a viewer's
+// 256 m radius, far more than the 98 update records of a packet, so the strategies have to choose.
+const SMALL = { scenario: 'umwelt', entities: 3000, viewers: 20, ticks: 60, warmupTicks: 10, seed: SEED, threads: 1, config: { regionSize: 1024 } } as const;
 
 let report: QualityReport;
 
@@ -20,9 +21,12 @@ beforeAll(async () => {
   report = await runQuality(SMALL);
 });
 
+const byStrategy = (r: QualityReport) => Object.fromEntries(r.strategies.map((s) => [s.strategy, s]));
+
 describe('runQuality', () => {
-  it('reports every strategy over the four distance bands', () => {
+  it('reports every strategy over the four distance bands, at every moment', () => {
     expect(report.command).toBe('quality');
+    expect(report.scenario).toBe('umwelt');
     expect(report.entities).toBe(3000);
     expect(report.viewers).toBe(20);
     expect(report.measuredTicks).toBe(50);
@@ -35,13 +39,19 @@ describe('runQuality', () => {
       expect(s.bands).toHaveLength(QUALITY_BANDS.length);
       let observations = 0;
       for (const b of [...s.bands, s.overall]) {
-        expect(b.held).toBeLessThanOrEqual(b.observations);
-        expect(b.notHeldShare).toBeGreaterThanOrEqual(0);
-        expect(b.notHeldShare).toBeLessThanOrEqual(1);
-        for (const v of [b.meanPositionErrorM, b.p99PositionErrorM, b.meanAngularErrorMrad, b.p99AngularErrorMrad, b.meanStalenessTicks, b.p99StalenessTicks]) {
-          expect(Number.isFinite(v)).toBe(true);
-          expect(v).toBeGreaterThanOrEqual(0);
+        for (const moment of QUALITY_MOMENTS) {
+          const m = b[moment];
+          expect(m.held).toBeLessThanOrEqual(b.observations);
+          expect(m.notHeldShare).toBeGreaterThanOrEqual(0);
+          expect(m.notHeldShare).toBeLessThanOrEqual(1);
+          for (const v of [m.meanPositionErrorM, m.p99PositionErrorM, m.meanAngularErrorMrad, m.p99AngularErrorMrad, m.meanStalenessTicks, m.p99StalenessTicks]) {
+            expect(Number.isFinite(v)).toBe(true);
+            expect(v).toBeGreaterThanOrEqual(0);
+          }
         }
+        // The extrapolated figures are the before-the-packet observations, predicted.
+        expect(b.extrapolated.held).toBe(b.before.held);
+        expect(b.extrapolated.meanStalenessTicks).toBe(b.before.meanStalenessTicks);
       }
       for (const b of s.bands) observations += b.observations;
       expect(s.overall.observations).toBe(observations);
@@ -58,23 +68,41 @@ describe('runQuality', () => {
     }
   });
 
+  it('before the packet an entity refreshed every tick is one tick behind; after it, exact', () => {
+    // Nearest-first sends the nearest 98 of ~490 every tick: all of them lie in the 0–32 m band.
+    const near = byStrategy(report)['nearest-first'].bands[0];
+    expect(near.before.meanStalenessTicks).toBe(1);
+    expect(near.after.meanStalenessTicks).toBe(0);
+    expect(near.after.meanPositionErrorM).toBe(0);
+    // The mean move per tick of the mix: (0.25 × 0.2 + 0.25 × 1.5 + 0.1 × 6 + 0.05 × 30) / 20 m on
+    // each moving axis, diagonals (half the headings) moving √2 times as far: 0.126 m to 0.178 m.
+    expect(near.before.meanPositionErrorM).toBeGreaterThan(0.1);
+    expect(near.before.meanPositionErrorM).toBeLessThan(0.2);
+    for (const s of report.strategies) expect(s.overall.after.meanAngularErrorMrad).toBeLessThan(s.overall.before.meanAngularErrorMrad);
+  });
+
+  it('extrapolated from its two newest updates, a body moving in a straight line is where it is believed (bounces aside)', () => {
+    for (const s of [byStrategy(report).accumulator, byStrategy(report)['nearest-first']]) {
+      const b = s.bands[0];
+      expect(b.extrapolated.meanAngularErrorMrad).toBeLessThan(b.before.meanAngularErrorMrad / 10);
+    }
+  });
+
   it('the accumulator tracks the nearest band better than round-robin', () => {
-    const by = Object.fromEntries(report.strategies.map((s) => [s.strategy, s]));
-    const acc = by.accumulator.bands[0];
-    const rr = by['round-robin'].bands[0];
-    expect(acc.meanAngularErrorMrad).toBeLessThan(rr.meanAngularErrorMrad);
-    expect(acc.meanPositionErrorM).toBeLessThan(rr.meanPositionErrorM);
+    const by = byStrategy(report);
+    for (const moment of QUALITY_MOMENTS) {
+      expect(by.accumulator.bands[0][moment].meanAngularErrorMrad).toBeLessThan(by['round-robin'].bands[0][moment].meanAngularErrorMrad);
+      expect(by.accumulator.bands[0][moment].meanPositionErrorM).toBeLessThan(by['round-robin'].bands[0][moment].meanPositionErrorM);
+    }
   });
 
   it('round-robin reaches every in-range entity; nearest-first leaves the far band stale', () => {
-    const by = Object.fromEntries(report.strategies.map((s) => [s.strategy, s]));
+    const by = byStrategy(report);
     const rr = by['round-robin'];
     const nf = by['nearest-first'];
     expect(rr.neverUpdated).toBeLessThanOrEqual(by.accumulator.neverUpdated);
     expect(rr.neverUpdated).toBeLessThanOrEqual(nf.neverUpdated);
-    // The nearest 98 of ~460 lie well inside 64 m: sent every tick, so no error there.
-    expect(nf.bands[0].meanPositionErrorM).toBe(0);
-    expect(nf.bands[3].notHeldShare).toBeGreaterThan(rr.bands[3].notHeldShare);
+    expect(nf.bands[3].before.notHeldShare).toBeGreaterThan(rr.bands[3].before.notHeldShare);
   });
 
   it('gives the same report for the same seed', async () => {
@@ -82,25 +110,58 @@ describe('runQuality', () => {
     expect(again.strategies).toEqual(report.strategies);
   });
 
-  it('formats a table with the strategies side by side, and umwelt-rs\'s published figures apart with what differs', () => {
+  it("names what differs from umwelt-rs's run, and nothing on its own scenario and counts", async () => {
+    expect(report.differences).toEqual([
+      'entities: 3000, umwelt-rs\'s run 60000',
+      'viewers: 20, umwelt-rs\'s run 200',
+      'ticks: 60, umwelt-rs\'s run 400',
+      'warm-up ticks: 10, umwelt-rs\'s run 40',
+      'region (m): 1024, umwelt-rs\'s run 4096',
+    ]);
+    // Over every entity in range rather than the gather's candidates: more entities compared, and said.
+    const inRange = await runQuality({ ...SMALL, ticks: 15, warmupTicks: 10, observe: 'in-range', strategy: 'accumulator' });
+    expect(report.observe).toBe('gathered');
+    expect(inRange.observe).toBe('in-range');
+    expect(inRange.differences).toContain("compared over every entity in range, umwelt-rs's over the candidates its gather returned");
+    expect(inRange.meanInRange).toBeGreaterThan(report.meanInRange);
+    await expect(runQuality({ ...SMALL, observe: 'all' as never })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });
+    const crowd = await runQuality({ scenario: 'crowd', entities: 600, viewers: 6, ticks: 12, warmupTicks: 2, seed: SEED, threads: 1 });
+    expect(crowd.differences[0]).toMatch(/^scenario: crowd, not umwelt-rs's/);
+    // In the crowd every entity is in every viewer's range, far more than a packet holds.
+    expect(crowd.meanInRange).toBe(599);
+    expect(byStrategy(crowd).accumulator.meanUpdatesPerPacket).toBeGreaterThan(97);
+  });
+
+  it("prints umwelt-rs's figures apart, with what differs, on a run unlike theirs", () => {
     const text = formatQualityReport(report);
     for (const s of QUALITY_STRATEGIES) expect(text).toContain(s);
-    expect(text).toContain('9.42');
     expect(text).toContain(UMWELT_REFERENCE.source);
-    expect(text).toContain('not comparable');
+    expect(text).toContain('Not comparable with this run, which differs:');
+    expect(text).toContain("    - region (m): 1024, umwelt-rs's run 4096");
     // No column of published figures beside the measured ones.
     expect(text.split('\n').filter((l) => l.includes('9.42')).every((l) => l.includes('publishes'))).toBe(true);
   });
 
+  it("on a run like theirs, puts umwelt-rs's figures beside the before-the-packet rows only", () => {
+    const text = formatQualityReport({ ...report, differences: [] });
+    const lines = text.split('\n');
+    const before = lines.findIndex((l) => l.includes('angular error, mean (mrad), before the packet') && !l.includes('extrapolated'));
+    expect(lines[before + 1]).toMatch(/9\.42$/);
+    expect(lines[before + 4]).toMatch(/0\.75$/);
+    expect(lines.filter((l) => /9\.42$/.test(l))).toHaveLength(1);
+    expect(text).toContain('the same scenario and counts, measured at the same moment');
+  });
+
   it('shows a dash, not 0, for a band with nothing held or nothing in range', () => {
-    const empty = { ...report.strategies[0].bands[0], observations: 0, held: 0 };
+    const nothing = { ...report.strategies[0].bands[0].before, held: 0 };
+    const empty = { ...report.strategies[0].bands[0], observations: 0, before: nothing, after: nothing, extrapolated: nothing };
     const strategies = report.strategies.map((s) => ({ ...s, bands: [empty, ...s.bands.slice(1)] }));
     // The cells of the first band's rows (its label, 0–32 m, has a dash of its own).
     const label = QUALITY_BANDS[0].label;
     const cells = (text: string) =>
       text.split('\n').filter((l) => l.trimStart().startsWith(label)).map((l) => l.trimStart().slice(label.length));
     const emptyRows = cells(formatQualityReport({ ...report, strategies }));
-    expect(emptyRows.length).toBe(5);  // one row per section
+    expect(emptyRows.length).toBe(9);  // one row per section
     for (const row of emptyRows) expect(row).toMatch(/^\s+–\s+–\s+–/);
     // The same report with the band measured prints numbers there.
     for (const row of cells(formatQualityReport(report))) expect(row).not.toContain('–');
@@ -109,10 +170,14 @@ describe('runQuality', () => {
   it('rejects invalid options', async () => {
     await expect(runQuality({ entities: 10, viewers: 11 })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });
     await expect(runQuality({ strategy: 'best' as never })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });
+    await expect(runQuality({ scenario: 'mall' as never })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });
     await expect(runQuality({ onProgress: 5 as never })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });
     await expect(runQuality({ entites: 10 } as never)).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_UNKNOWN_OPTION' });
     await expect(runQuality(5 as never)).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' });
     await expect(runQuality({ signal: {} as never })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });
+    await expect(runQuality({ extrapolate: { maxTicks: -1 } })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' });
+    // umwelt: its viewers are walkers (a quarter of the entities or so).
+    await expect(runQuality({ entities: 100, viewers: 90, ticks: 2 })).rejects.toThrow(/viewers must be at most the walkers drawn/);
   });
 
   it('a signal ends the run early: the report covers the ticks run and says it was interrupted', async () => {

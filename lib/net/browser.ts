@@ -5,6 +5,7 @@ export { ClientWorld } from './client-world.js';
 export type {
   ClientEntity,
   ClientWorldOptions,
+  PredictedPosition,
   ClientWorldCounters,
   ReceiveStatus,
   AckState,
@@ -13,8 +14,12 @@ export type {
   DespawnListener,
   EventListener,
 } from './client-world.js';
+export { extrapolateAxis, isJump, readExtrapolation } from './extrapolate.js';
+export type { ExtrapolationOptions, Extrapolation } from './extrapolate.js';
 export { SessionClient } from './client-session.js';
 export type { SessionClientOptions, SessionClientCounters, ClientDisconnectReason } from './client-session.js';
+export { WsClient } from './ws-client.js';
+export type { WsClientOptions, WsClientCounters, WebSocketLike, WebSocketClass } from './ws-client.js';
 export { InputReceiver, InputSender } from './input.js';
 export type { ReliableOutcome, InputDelivery } from './input.js';
 export { LossyLink, mulberry32 } from './lossy-link.js';

@@ -5,6 +5,7 @@
 import { checkLayout, createRawPacket, decodePacketRaw, type PacketLayoutConfig, type RawPacket } from '../decode.js';
 import { SightlineError, describe, readOptions } from '../errors.js';
 import { RAW_PER_METER } from '../fixed.js';
+import { extrapolateAxis, isJump, readExtrapolation, type Extrapolation, type ExtrapolationOptions } from './extrapolate.js';
 import { encodeAck } from './protocol.js';
 
 /** An entity as the client perceives it: the newest position received. */
@@ -23,6 +24,18 @@ export interface ClientEntity {
   readonly sequence: number;
   /** Server tick of that packet (u32). */
   readonly tick: number;
+}
+
+/** Where {@link ClientWorld.predict} puts an entity at a given server tick. */
+export interface PredictedPosition {
+  /** Position, m. */
+  x: number;
+  y: number;
+  z: number;
+  /** Position, raw units (1024 per meter), not rounded. */
+  rawX: number;
+  rawY: number;
+  rawZ: number;
 }
 
 /** Called when an entity appears (an update for an id the client does not hold). */
@@ -48,6 +61,12 @@ export interface ClientWorldOptions {
    * tracks. For a server without acks, a larger value keeps more late packets.
    */
   maxLateness?: number;
+  /**
+   * Keep each entity's previous update as well, so that {@link ClientWorld.predict} can
+   * extrapolate from the two newest (linear dead reckoning): `true` (the defaults) or
+   * {@link ExtrapolationOptions}. Default off: `predict` then gives the newest position.
+   */
+  extrapolate?: boolean | ExtrapolationOptions;
   onSpawn?: SpawnListener;
   onUpdate?: UpdateListener;
   onDespawn?: DespawnListener;
@@ -107,9 +126,14 @@ interface Held {
   tick: number;
   /** Extended (unwrapped) sequence of the packet applied last. */
   ext: number;
+  /** The update before the newest (raw), and its server tick (-1: none since the entity appeared). */
+  prevX: number;
+  prevY: number;
+  prevZ: number;
+  prevTick: number;
 }
 
-const CLIENT_WORLD_OPTIONS: readonly string[] = ['payloadBytes', 'maxLateness', 'onSpawn', 'onUpdate', 'onDespawn', 'onEvent'];
+const CLIENT_WORLD_OPTIONS: readonly string[] = ['payloadBytes', 'maxLateness', 'extrapolate', 'onSpawn', 'onUpdate', 'onDespawn', 'onEvent'];
 
 // Extended sequences start here so that late packets before the first one stay positive.
 const EXT_BASE = 1 << 20;
@@ -133,6 +157,8 @@ export class ClientWorld {
   readonly layout: PacketLayoutConfig;
   /** See {@link ClientWorldOptions.maxLateness}. */
   readonly maxLateness: number;
+  /** The extrapolation settings ({@link ClientWorldOptions.extrapolate}, maxStep in raw units per tick); null when off. */
+  readonly extrapolation: Extrapolation | null;
   onSpawn: SpawnListener | undefined;
   onUpdate: UpdateListener | undefined;
   onDespawn: DespawnListener | undefined;
@@ -173,8 +199,9 @@ export class ClientWorld {
    * @param options `undefined` or `null`: every option takes its default
    * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (layout without non-negative integer regionRaw,
    *   regionShift, verticalRaw, zBits and quantShift; options not a plain object (an array or a
-   *   Date is refused); maxLateness or payloadBytes out of range; a listener not a function),
-   *   ERR_SIGHTLINE_UNKNOWN_OPTION (a key that is not an option).
+   *   Date is refused); maxLateness or payloadBytes out of range; a listener not a function;
+   *   extrapolate not a boolean or valid {@link ExtrapolationOptions}), ERR_SIGHTLINE_UNKNOWN_OPTION
+   *   (a key that is not an option).
    */
   constructor(layout: PacketLayoutConfig, options?: ClientWorldOptions | null) {
     checkLayout(layout, 'layout');
@@ -193,8 +220,10 @@ export class ClientWorld {
     if (!Number.isInteger(payloadBytes) || payloadBytes < 16 || payloadBytes > 65507) {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `payloadBytes must be an integer from 16 to 65507, received ${describe(payloadBytes)}`);
     }
+    const extrapolation = readExtrapolation(options.extrapolate);
     this.layout = layout;
     this.maxLateness = maxLateness;
+    this.extrapolation = extrapolation;
     let size = 64;
     while (size < maxLateness + 2) size *= 2;
     this.#ring = new Float64Array(size).fill(-1);
@@ -337,10 +366,16 @@ export class ClientWorld {
           }
           tombs.delete(id);
         }
-        h = { id, x: 0, y: 0, z: 0, rawX: 0, rawY: 0, rawZ: 0, sequence: 0, tick: 0, ext: 0 };
+        h = { id, x: 0, y: 0, z: 0, rawX: 0, rawY: 0, rawZ: 0, sequence: 0, tick: 0, ext: 0, prevX: 0, prevY: 0, prevZ: 0, prevTick: -1 };
         held.set(id, h);
         spawned = true;
         c.spawns++;
+      }
+      if (!spawned && tick > h.tick) {
+        h.prevX = h.rawX;
+        h.prevY = h.rawY;
+        h.prevZ = h.rawZ;
+        h.prevTick = h.tick;
       }
       h.rawX = rx;
       h.rawY = ry;
@@ -387,6 +422,36 @@ export class ClientWorld {
     if (++this.#sinceSweep >= Math.max(16, this.maxLateness >> 2)) this.#sweepTombs();
     if (failed) throw firstError;
     return 'applied';
+  }
+
+  /**
+   * Where held entity `id` is probably at server tick `tick` (fractional for a moment between
+   * ticks; e.g. {@link newestTick} plus the ticks since that packet arrived): with
+   * {@link ClientWorldOptions.extrapolate} on, its newest position moved on by the velocity of its
+   * two newest updates ((newest − previous) / the ticks between them) for `tick` − the newest
+   * update's tick, at most `maxTicks`; without an earlier update since it appeared, for a tick not
+   * after its newest, for a jump (a move over `maxStep` per tick), or with extrapolation off: the
+   * newest position. Writes `out` when given (and returns it). Undefined for an id not held.
+   */
+  predict(id: number, tick: number, out?: PredictedPosition): PredictedPosition | undefined {
+    const h = this.#held.get(id);
+    if (h === undefined) return undefined;
+    const r = out ?? { x: 0, y: 0, z: 0, rawX: 0, rawY: 0, rawZ: 0 };
+    const e = this.extrapolation;
+    if (e === null) {
+      r.rawX = h.rawX;
+      r.rawY = h.rawY;
+      r.rawZ = h.rawZ;
+    } else {
+      const jump = h.prevTick >= 0 && isJump(h.rawX - h.prevX, h.rawY - h.prevY, h.rawZ - h.prevZ, h.tick - h.prevTick, e.maxStepRaw);
+      r.rawX = extrapolateAxis(h.prevX, h.prevTick, h.rawX, h.tick, tick, e.maxTicks, jump);
+      r.rawY = extrapolateAxis(h.prevY, h.prevTick, h.rawY, h.tick, tick, e.maxTicks, jump);
+      r.rawZ = extrapolateAxis(h.prevZ, h.prevTick, h.rawZ, h.tick, tick, e.maxTicks, jump);
+    }
+    r.x = r.rawX / RAW_PER_METER;
+    r.y = r.rawY / RAW_PER_METER;
+    r.z = r.rawZ / RAW_PER_METER;
+    return r;
   }
 
   /** Whether the packet with this sequence (u16) was applied, among the last 64 (or `maxLateness` + 2). */

@@ -1,4 +1,4 @@
-// Control-message encoders (docs/transport.md has every layout and its test vector).
+// Control-message encoders (docs/control-messages.md has every layout and its test vector).
 // Browser-safe: imports nothing from Node.
 
 import { PROTOCOL_VERSION } from '../wire.js';

@@ -1,4 +1,4 @@
-// Control messages (docs/transport.md): type bytes, sizes, codes and the decoded shapes.
+// Control messages (docs/control-messages.md): type bytes, sizes, codes and the decoded shapes.
 // Browser-safe: imports nothing from Node.
 
 /** Type byte of a client's HELLO. */

@@ -1,4 +1,4 @@
-// Control datagrams between a client and a server (docs/transport.md): the handshake (HELLO,
+// Control datagrams between a client and a server (docs/control-messages.md, docs/transport.md): the handshake (HELLO,
 // CHALLENGE, WELCOME, REFUSE), acks, input, keepalives and goodbyes that travel beside the
 // engine's game packets. One entry point for the modules that hold them.
 // Browser-safe: imports nothing from Node.

@@ -3,7 +3,6 @@
 // engine, client input, timeouts and keepalives. UdpServer and WsServer each own one and give it
 // the datagrams they receive and a way to send control messages.
 import { PROTOCOL_VERSION } from '../wire.js';
-import type { WorldConfig } from '../config.js';
 import { SightlineError, describe } from '../errors.js';
 import type { EntityId } from '../world.js';
 import { getU16, getU32, hex32, putU16, tokenMatches } from './bytes.js';
@@ -25,8 +24,12 @@ import {
   RefuseCode,
   type HelloMessage,
 } from './control-types.js';
-import { CookieJar, newToken, type SessionToken } from './cookie.js';
+import { CookieJar, newToken } from './cookie.js';
 import { InputReceiver } from './input.js';
+import type { Endpoint, ServerLayout, Session, SessionServerOptions } from './session-types.js';
+
+export { SERVER_CALLBACKS, SESSION_SERVER_OPTIONS } from './session-types.js';
+export type { Endpoint, ServerLayout, Session, SessionServerOptions } from './session-types.js';
 import { intOption, nowMs } from './options.js';
 import {
   ConnectionRefusedError,
@@ -37,71 +40,6 @@ import {
   type SessionCounters,
   type TransportListener,
 } from './transport.js';
-
-/** The configuration fields a server announces in WELCOME. A {@link WorldConfig} qualifies. */
-export type ServerLayout = Pick<WorldConfig, 'protocolHash' | 'regionRaw' | 'verticalRaw' | 'quantShift' | 'payloadBytes'> & {
-  readonly input?: { readonly tickHz?: number };
-};
-
-/** Options every server adapter with sessions takes (UdpServer, WsServer); they double as its listener. */
-export interface SessionServerOptions extends TransportListener {
-  /** The world's configuration: its protocol hash gates the handshake, its layout goes in WELCOME. */
-  config: ServerLayout;
-  /**
-   * The World (or any object with `acknowledge(viewer, ack, ackBits)`): every accepted ACK is passed
-   * to its `acknowledge` (after `onAck`). Without it, acks reach `onAck` only. An object without an
-   * `acknowledge` method, or whose `config.protocolHash` differs from `config`'s, is refused.
-   */
-  world?: { acknowledge(viewer: EntityId, ack: number, ackBits: number): unknown; readonly config?: { readonly protocolHash?: number } };
-  /** Most connected clients; a HELLO beyond it is refused (SERVER_FULL). Default 4096. */
-  maxClients?: number;
-  /** A client heard from for no longer than this is disconnected ('timeout'), ms. Default 5000. */
-  timeoutMs?: number;
-  /** A client sent nothing for this long gets a PING, ms; 0 disables. Default 1000. */
-  keepaliveMs?: number;
-  /** Largest input payload taken, bytes (0 to 1,024; announced in WELCOME). Default 256. */
-  maxInputBytes?: number;
-  /** Inputs a client may send per second on average (both kinds, resends included). Default 240. */
-  inputRate?: number;
-  /** Inputs a client may send at once above that rate. Default 64. */
-  inputBurst?: number;
-  /** The cookie secret rotates this often; a cookie lives one to two periods, ms. Default 10000. */
-  cookieLifetimeMs?: number;
-}
-
-/** The option keys of {@link SessionServerOptions}. */
-export const SESSION_SERVER_OPTIONS: readonly string[] = [
-  'config', 'world', 'maxClients', 'timeoutMs', 'keepaliveMs', 'maxInputBytes', 'inputRate', 'inputBurst', 'cookieLifetimeMs',
-  'onConnect', 'onDisconnect', 'onAck', 'onInput', 'onError',
-];
-/** The listener callbacks a server's options may hold. */
-export const SERVER_CALLBACKS: readonly string[] = ['onConnect', 'onDisconnect', 'onAck', 'onInput', 'onError'];
-
-/** Where a client is, as an adapter knows it: at least its address and port. */
-export interface Endpoint {
-  readonly address: string;
-  readonly port: number;
-}
-
-/** One client's session. */
-export interface Session<P extends Endpoint = Endpoint> {
-  readonly key: string;
-  readonly peer: P;
-  readonly viewer: EntityId;
-  readonly nonce: number;
-  readonly welcome: Uint8Array;
-  readonly token: SessionToken;
-  readonly input: InputReceiver;
-  heardAt: number;
-  sentAt: number;
-  /** Sequence (u16) of the newest game packet sent; -1 before the first. */
-  lastSequence: number;
-  /** Acks this client may still have passed on. */
-  ackCredit: number;
-  /** Inputs this client may still have passed on (a token bucket), and when it was last filled, ms. */
-  inputCredit: number;
-  inputAt: number;
-}
 
 // Ack credit: each packet sent earns a client ACK_CREDIT_PER_PACKET acks, up to ACK_CREDIT_MAX.
 const ACK_CREDIT_PER_PACKET = 2;
@@ -127,6 +65,7 @@ export class SessionHost<P extends Endpoint> {
   readonly #config: ServerLayout;
   readonly #acknowledge: AcknowledgeFn | undefined;
   readonly #send: (bytes: Uint8Array, to: P) => void;
+  readonly #ended: ((s: Session<P>, reason: DisconnectReason) => void) | undefined;
   readonly #maxClients: number;
   readonly #maxInputBytes: number;
   readonly #inputRate: number;
@@ -137,10 +76,18 @@ export class SessionHost<P extends Endpoint> {
   /**
    * @param what the adapter's name, for messages
    * @param sendControl sends one control message (the adapter applies its caps and counts)
+   * @param ended called when a session ends, after its BYE was sent and before `onDisconnect`
+   *   (a connection-oriented adapter closes the connection there)
    * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (config without a protocol hash, onConnect not a
    *   function, an option out of range, a world that is not one or has another protocol hash).
    */
-  constructor(what: string, options: SessionServerOptions, counters: SessionCounters, sendControl: (bytes: Uint8Array, to: P) => void) {
+  constructor(
+    what: string,
+    options: SessionServerOptions,
+    counters: SessionCounters,
+    sendControl: (bytes: Uint8Array, to: P) => void,
+    ended?: (s: Session<P>, reason: DisconnectReason) => void,
+  ) {
     const { config } = options;
     if (typeof config !== 'object' || config === null || typeof config.protocolHash !== 'number') {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `${what} config must be a WorldConfig, received ${describe(config)}`);
@@ -165,6 +112,7 @@ export class SessionHost<P extends Endpoint> {
     this.#config = config;
     this.#acknowledge = acknowledgeOf(options.world);
     this.#send = sendControl;
+    this.#ended = ended;
     this.counters = counters;
     this.#maxClients = intOption('maxClients', options.maxClients, 4096, 1, 1 << 20);
     this.timeoutMs = intOption('timeoutMs', options.timeoutMs, 5000, 1, 3_600_000);
@@ -273,6 +221,14 @@ export class SessionHost<P extends Endpoint> {
     c.disconnects++;
     if (reason === 'timeout') c.timeouts++;
     if (bye !== undefined) this.#send(encodeBye(s.token.bytes, bye), s.peer);
+    if (this.#ended !== undefined) {
+      try {
+        this.#ended(s, reason);
+      } catch (e) {
+        c.listenerErrors++;
+        this.report(e);
+      }
+    }
     const fn = this.#listener.onDisconnect;
     if (fn !== undefined) {
       try {

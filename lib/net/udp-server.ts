@@ -5,8 +5,9 @@ import dgram from 'node:dgram';
 import { SightlineError, describe, isUint8Array } from '../errors.js';
 import type { EntityId } from '../world.js';
 import { ByeReason } from './control-types.js';
-import { checkListenerOptions, intOption, nowMs } from './options.js';
-import { SERVER_CALLBACKS, SESSION_SERVER_OPTIONS, SessionHost, type Endpoint, type Session, type SessionServerOptions } from './session-host.js';
+import { checkListenerOptions, intOption } from './options.js';
+import { SERVER_CALLBACKS, SESSION_SERVER_OPTIONS, SessionHost, type Endpoint, type SessionServerOptions } from './session-host.js';
+import { sendOneVia, sendTickVia, type RouteHooks, type RouteScratch } from './tick-route.js';
 import { checkPacketBytes, checkTickPackets, zeroSessionCounters, type SessionCounters, type TickPackets, type Transport } from './transport.js';
 import { checkAddress, endpointKey, lookupLiteral } from './udp-common.js';
 
@@ -94,9 +95,12 @@ export class UdpServer implements Transport {
   #sweepTimer: ReturnType<typeof setInterval> | undefined;
   #abortListen: (() => void) | undefined;
   #port = 0;
-  // Per-tick scratch: the routed packets of the tick being sent.
-  readonly #routeSessions: Session<Endpoint>[] = [];
-  readonly #routeBytes: Uint8Array[] = [];
+  // Per-tick scratch and what sendTickVia asks of this adapter.
+  readonly #route: RouteScratch<Endpoint> = { sessions: [], views: [] };
+  readonly #routeHooks: RouteHooks<Endpoint> = {
+    canSend: () => this.#canSend(),
+    issue: (copy, s) => this.#issue(copy, s.peer),
+  };
 
   /**
    * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (options not an object; config without a protocol hash;
@@ -232,56 +236,7 @@ export class UdpServer implements Transport {
       c.packetsUnrouted += n;
       return 0;
     }
-    const byViewer = this.#host.byViewer;
-    const sessions = this.#routeSessions;
-    const views = this.#routeBytes;
-    let total = 0;
-    let unrouted = 0;
-    try {
-      for (let i = 0; i < n; i++) {
-        const s = byViewer.get(result.viewerAt(i));
-        if (s === undefined) {
-          unrouted++;
-          continue;
-        }
-        const b = result.bytesAt(i);
-        sessions.push(s);
-        views.push(b);
-        total += b.length;
-      }
-    } catch (e) {
-      sessions.length = 0;
-      views.length = 0;
-      throw e;
-    }
-    c.packetsUnrouted += unrouted;
-    const m = sessions.length;
-    let issued = 0;
-    if (m > 0) {
-      const arena = Buffer.allocUnsafeSlow(total);
-      const now = nowMs();
-      let off = 0;
-      for (let j = 0; j < m; j++) {
-        if (!this.#canSend()) {
-          c.packetsDropped += m - j;
-          break;
-        }
-        const s = sessions[j];
-        const b = views[j];
-        const len = b.length;
-        arena.set(b, off);
-        const copy = arena.subarray(off, off + len);
-        this.#host.stamp(s, copy, now);
-        this.#issue(copy, s.peer);
-        off += len;
-        c.packetsSent++;
-        c.bytesSent += len;
-        issued++;
-      }
-    }
-    sessions.length = 0;
-    views.length = 0;
-    return issued;
+    return sendTickVia(this.#host, result, this.#route, this.#routeHooks);
   }
 
   /**
@@ -293,22 +248,7 @@ export class UdpServer implements Transport {
    */
   send(viewer: EntityId, bytes: Uint8Array): boolean {
     checkPacketBytes(bytes);
-    const c = this.#counters;
-    const s = this.#state === 'listening' ? this.#host.byViewer.get(viewer) : undefined;
-    if (s === undefined) {
-      c.packetsUnrouted++;
-      return false;
-    }
-    if (!this.#canSend()) {
-      c.packetsDropped++;
-      return false;
-    }
-    const copy = Buffer.from(bytes);
-    this.#host.stamp(s, copy, nowMs());
-    this.#issue(copy, s.peer);
-    c.packetsSent++;
-    c.bytesSent += copy.length;
-    return true;
+    return sendOneVia(this.#host, viewer, bytes, this.#state === 'listening', this.#routeHooks);
   }
 
   /** Ends a viewer's session: sends BYE (KICKED), then `onDisconnect(viewer, 'kicked')`. False when none. */

@@ -6,7 +6,9 @@
 // Entry states:
 //  - live: the client holds it; `mark` is the odometer total when it was last sent; `lastSeen` is
 //    the viewer's pass (mod 2^16) on which it was last eligible (a candidate within the ghost cap)
-//    or sent.
+//    or announced. A live ghost past the cap but still a candidate is scored and may be sent
+//    (its mark advances), without a stamp: the grace window keeps it from flickering at the edge
+//    of the cap, and it is kept up to date while it lasts.
 //  - departing: not eligible for more passes than the grace window allows, so evicted; queued as a
 //    despawn record. The client still holds it until that record is written. If it becomes
 //    eligible again first, it is revived: no despawn, no respawn.
@@ -37,7 +39,7 @@ enum GhostFlags : uint8_t {
 struct GhostEntry {
   uint32_t id;
   uint32_t mark;      // odometer total at last send (raw units, wrapping)
-  uint16_t lastSeen;  // the viewer's pass (mod 2^16) it was last eligible or sent on
+  uint16_t lastSeen;  // the viewer's pass (mod 2^16) it was last eligible or announced on
   uint8_t state;      // GhostState
   uint8_t flags;      // kQueued | kUnheld | kBoosted
 };

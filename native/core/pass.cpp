@@ -1,5 +1,5 @@
 // The per-viewer pass: subscription, capped gather, ghost-cap eligibility, scoring (the priority
-// accumulator), budget, selection, ghost bookkeeping and packet assembly. Runs on pool threads;
+// accumulator, over the eligible candidates and the held ghosts past the cap), budget, selection, ghost bookkeeping and packet assembly. Runs on pool threads;
 // touches only the snapshot (read), this viewer's state and this worker's scratch. No allocation,
 // no lock, no call out.
 #include <algorithm>
@@ -243,6 +243,43 @@ void World::serve(Viewer& v, Scratch& s) {
     for (uint32_t j = 0; j < n; ++j) score(eligible[j], words[j]);
   }
 
+  // Held ghosts not eligible on this pass (past the ghost cap, or beyond where the walk stopped)
+  // that are still within the view radius: scored too, as candidates appended after the gather's,
+  // so that what the client shows while the grace window keeps them (the edge of the cap does not
+  // flicker) is kept up to date instead of frozen. They are not stamped: the window still runs
+  // out for a ghost that stays past the cap. Only live ghosts with nothing pending (one the client
+  // may not hold, unheld, is announced again only once eligible). In table order: a pure function
+  // of the viewer's state.
+  {
+    uint64_t* cd2 = s.candD2.data();
+    uint32_t* cix = s.candIndex.data();
+    uint64_t* cio = s.candIdOdo.data();
+    uint32_t q = g.count;
+    // Live and not stamped on this pass (stale as of the next pass with no grace), 16 at a time
+    // where the CPU has vectors.
+    uint32_t* unstamped = s.stale.data();
+    const uint32_t unstampedCount = gt.stale(uint16_t(pass + 1), 0, unstamped);
+    for (uint32_t u = 0; u < unstampedCount; ++u) {
+      const uint32_t k = unstamped[u];
+      const GhostEntry& ge = entries[k];
+      if ((ge.flags & ~kBoosted) != 0) continue;
+      const int32_t idx = snap.indexOf(ge.id);
+      if (idx < 0) continue;
+      const SnapEntity se = ents[idx];
+      const int64_t dx = se.x - int64_t{v.vx}, dy = se.y - int64_t{v.vy};
+      const uint64_t d2 = static_cast<uint64_t>(dx * dx) + static_cast<uint64_t>(dy * dy);
+      if (d2 > v.viewRadiusSq) continue;
+      // A ghost the viewer may no longer see has departed above (departHidden): it is not live.
+      uint64_t score = uint64_t{se.odo - ge.mark} * weights[ilog2(d2)];
+      const uint64_t f = uint64_t{entityWeights[idx]} * ((ge.flags & kBoosted) ? boostFactor : 1u);
+      if (f != 1 && __builtin_mul_overflow(score, f, &score)) score = UINT64_MAX;
+      if (score == 0) continue;
+      cd2[q] = d2, cix[q] = uint32_t(idx), cio[q] = uint64_t{se.id} | uint64_t{se.odo} << 32;
+      scores[m] = score;
+      sc[m++] = World::Scored{q++, int16_t(k), 0};
+    }
+  }
+
   // Table pressure: when more new candidates scored positive than the table has room for, the
   // ghosts not eligible on this pass (not stamped) are evicted early, least recently eligible first
   // (ties: lower id first), as many as room is short. Their despawns join the queue below, and the
@@ -260,6 +297,16 @@ void World::serve(Viewer& v, Scratch& s) {
     if (early > 0 && early < idleCount) std::nth_element(idle, idle + early - 1, idle + idleCount, staler);
     depart(idle, early);
     st.pressureEvictions += early;
+    // Held ghosts not eligible were scored without a stamp: those just evicted leave the scored
+    // list (a packet never carries both an entity's despawn and its update).
+    if (early > 0) {
+      uint32_t kept = 0;
+      for (uint32_t j = 0; j < m; ++j) {
+        if (sc[j].entry >= 0 && entries[sc[j].entry].state == kDeparting) continue;
+        sc[kept] = sc[j], scores[kept] = scores[j], ++kept;
+      }
+      m = kept;
+    }
   }
 
   // Despawn records first (queued by the previous pass's evictions), at most half the state bytes.

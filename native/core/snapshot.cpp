@@ -120,7 +120,7 @@ Grid::Grid(const Config& c) : cellRadius(c.cellRadius), S(c.subGridDivisions) {
 
 uint64_t Snapshot::memoryBytes() const {
   return vectorBytes(cellStart) + vectorBytes(denseIndex) + vectorBytes(dense) + vectorBytes(subStart) + vectorBytes(ents) +
-         vectorBytes(packed) + vectorBytes(groups) + vectorBytes(weights) + vectorBytes(slotGroups) +
+         vectorBytes(packed) + vectorBytes(slotIndex) + vectorBytes(groups) + vectorBytes(weights) + vectorBytes(slotGroups) +
          vectorBytes(groupsChanged) + vectorBytes(tmpGroups_) + vectorBytes(tmpWeights_) +
          vectorBytes(slotCell_) + vectorBytes(cursor_) + vectorBytes(tmpEnts_) + vectorBytes(tmpPacked_) + vectorBytes(slotPacked_) +
          vectorBytes(grid_.ringDx) + vectorBytes(grid_.ringDy) + vectorBytes(grid_.ringEnd) + vectorBytes(grid_.sub[0].order) +
@@ -148,6 +148,7 @@ void Snapshot::plan(const EntityStore& store) {
   atLeast(slotPacked_, hw, store.capacity());
   if (slotGroups.size() < hw) slotGroups.resize(store.capacity(), ~0u);
   atLeast(groupsChanged, hw, store.capacity());
+  if (slotIndex.size() < hw) slotIndex.resize(store.capacity(), 0);
   std::fill(cursor_.begin(), cursor_.end(), 0u);
 
   // The cell of each live slot, counts per cell.
@@ -289,6 +290,10 @@ void Snapshot::fill(const EntityStore& store) {
     std::fill(denseIndex.begin(), denseIndex.end(), -1);
   }
   denseCells_ = dense;
+
+  // Where each entity landed (a slot left out keeps an older index: see slotIndex).
+  uint32_t* where = slotIndex.data();
+  for (uint32_t i = 0; i < count_; ++i) where[slotOfId(ents[i].id)] = i;
 }
 
 }  // namespace sightline

@@ -115,6 +115,17 @@ class Snapshot {
   std::vector<uint32_t> slotGroups;
   std::vector<uint32_t> groupsChanged;
   uint32_t groupsChangedCount = 0;
+  // Per slot: the snapshot index of its entity. Not cleared between builds: a slot whose entity is
+  // not in this snapshot (outside the region, despawned) may keep an older index, so a reader
+  // checks i < count() && ents[i].id == id (an entity is in the snapshot at most once).
+  std::vector<uint32_t> slotIndex;
+  // The snapshot index of entity id, or -1 when it is not in the snapshot.
+  int32_t indexOf(uint32_t id) const {
+    const uint32_t slot = slotOfId(id);
+    if (slot >= slotIndex.size()) return -1;
+    const uint32_t i = slotIndex[slot];
+    return i < count_ && ents[i].id == id ? int32_t(i) : -1;
+  }
 
  private:
   const Config* config_;

@@ -492,20 +492,23 @@ void World::startTick() noexcept {
 void World::reserveScratch(unsigned threads) {
   while (scratch_.size() < threads) scratch_.push_back(std::make_unique<Scratch>());
   for (auto& s : scratch_) {
-    // Candidates: at most every entity (the snapshot holds at most highWater of them).
+    // Candidates: at most every entity (the snapshot holds at most highWater of them), then the
+    // held ghosts not eligible that the pass appends (at most the table).
     // Each group of arrays is grown when its last one is short: after an allocation that threw
     // part way, the next call makes the rest (resizing those made already to the size they have).
-    size_t n = size_t{store_.highWater()} + kGatherSlack;
+    size_t n = size_t{store_.highWater()} + kGatherSlack + config_.ghostTableCapacity;
     if (s->indices.size() < 2 * n + 2 * kSplitSlack) {
       n += n / 4;
       s->candD2.resize(n), s->candIndex.resize(n), s->candIdOdo.resize(n), s->eligible.resize(n), s->buckets.resize(n);
       s->indices.resize(2 * n + 2 * kSplitSlack);
     }
+    // Scored: the eligible candidates (ghostCap) and the held ghosts past the cap (at most the table).
+    const size_t scored = size_t{config_.ghostCap} + config_.ghostTableCapacity;
     if (s->stale.size() < config_.ghostTableCapacity + 16) {
-      s->scored.resize(config_.ghostCap), s->chosen.resize(config_.ghostCap);
-      s->scores.resize(config_.ghostCap + kSplitSlack);
-      s->lists.resize(2 * size_t{config_.ghostCap}), s->keys.resize(config_.ghostCap + kSplitSlack);
-      s->kept.resize(config_.ghostCap), s->words.resize(config_.ghostCap);
+      s->scored.resize(scored), s->chosen.resize(scored);
+      s->scores.resize(scored + kSplitSlack);
+      s->lists.resize(2 * scored), s->keys.resize(scored + kSplitSlack);
+      s->kept.resize(scored), s->words.resize(config_.ghostCap);
       s->removals.resize(config_.ghostTableCapacity), s->evicted.resize(config_.ghostTableCapacity);
       s->stale.resize(config_.ghostTableCapacity + 16);
     }

@@ -38,17 +38,24 @@ export interface Harness {
   tick(): Promise<void>;
 }
 
-export async function harness(options: Partial<ConstructorParameters<typeof UdpServer>[0]> = {}): Promise<Harness> {
-  const r = rng(9);
-  const world = new World(config, { capacity: 1024, threads: 1, recordGhostPositions: true });
+/** A crowd of `n` entities around (2050, 2050) m; the returned function moves about half of them a little. */
+export function movingCrowd(world: World, r: () => number, n = 300): () => void {
   const crowd: EntityId[] = [];
-  for (let i = 0; i < 300; i++) crowd.push(world.spawn({ x: 1900 + r() * 300, y: 1900 + r() * 300, z: 0 }));
-  const events: string[] = [];
-  const server = new UdpServer({
-    config,
-    world,
-    address: HOST,
-    port: 0,
+  for (let i = 0; i < n; i++) crowd.push(world.spawn({ x: 1900 + r() * 300, y: 1900 + r() * 300, z: 0 }));
+  const { x, y } = world.positions;
+  return () => {
+    for (const id of crowd) {
+      if (r() < 0.5) continue;
+      const s = world.slotOf(id);
+      x[s] += Math.round((r() - 0.5) * 400);
+      y[s] += Math.round((r() - 0.5) * 400);
+    }
+  };
+}
+
+/** A game's listener: each client gets a new avatar (a viewer with acks); its end is logged in `events`. */
+export function gameListener(world: World, r: () => number, events: string[]) {
+  return {
     onConnect: () => {
       const id = world.spawn({ x: 2000 + r() * 100, y: 2000 + r() * 100, z: 0 });
       world.addViewer(id, { acks: true });
@@ -59,18 +66,19 @@ export async function harness(options: Partial<ConstructorParameters<typeof UdpS
       world.removeViewer(viewer);
       world.despawn(viewer);
     },
-    ...options,
-  });
+  };
+}
+
+export async function harness(options: Partial<ConstructorParameters<typeof UdpServer>[0]> = {}, threads = 1): Promise<Harness> {
+  const r = rng(9);
+  const world = new World(config, { capacity: 1024, threads, recordGhostPositions: true });
+  const move = movingCrowd(world, r);
+  const events: string[] = [];
+  const server = new UdpServer({ config, world, address: HOST, port: 0, ...gameListener(world, r, events), ...options });
   const { port } = await server.listen();
   cleanups.push(() => server.close());
-  const { x, y } = world.positions;
   const tick = async () => {
-    for (const id of crowd) {
-      if (r() < 0.5) continue;
-      const s = world.slotOf(id);
-      x[s] += Math.round((r() - 0.5) * 400);
-      y[s] += Math.round((r() - 0.5) * 400);
-    }
+    move();
     server.sendTick(await world.tick());
   };
   return { world, server, port, events, tick };

@@ -4,8 +4,9 @@ import { Option, type Command } from 'commander';
 import { OVERRUN_POLICIES, type OverrunPolicy } from 'sightline';
 import type { TickMetrics } from '../herd/metrics.js';
 import { NET_DEFAULT_CLIENTS, NET_MAX_CLIENTS } from '../herd/net-herd.js';
-import { HERD_DEFAULT_SECONDS, HERD_NETS, runHerd, type HerdCommandOptions, type HerdNet, type HerdProgress, type HerdReport } from '../herd/run.js';
+import { HERD_DEFAULT_SECONDS, HERD_NETS, HERD_WEB_HOST, HERD_WEB_PORT, runHerd, type HerdCommandOptions, type HerdNet, type HerdProgress, type HerdReport } from '../herd/run.js';
 import { HERD_SCENARIOS, herdDefaults, type HerdScenario } from '../herd/scenarios.js';
+import { WEB_MAX_PAGES } from '../herd/web-herd.js';
 import { formatHerdReport } from './herd-report.js';
 import { EXIT_USAGE, flagError, fmt, integerOption, positiveNumberOption } from './util.js';
 
@@ -41,12 +42,16 @@ export function registerHerdCommand(program: Command): Command {
         integerOption(1, NET_MAX_CLIENTS),
       ),
     )
+    .option('--web', 'serve the live page: a browser joins as a WebSocket client and draws what it believes next to the truth', false)
+    .addOption(new Option('--web-port <n>', 'port of the live page (0 = a free one)').argParser(integerOption(0, 65535)).default(HERD_WEB_PORT))
+    .addOption(new Option('--web-host <address>', 'address the live page is served on').default(HERD_WEB_HOST))
     .option('--json', 'print the report as one JSON object on stdout, nothing else', false)
     .option('--no-progress', 'no live progress line')
     .action(async (opts: HerdCommandOptions, command: Command) => {
       const entities = opts.entities ?? herdDefaults(opts.scenario).entities;
       const networked = opts.net === 'udp';
-      const viewers = opts.viewers ?? (networked ? 0 : herdDefaults(opts.scenario, entities).viewers);
+      // With --web, the default leaves room for the pages to watch from.
+      const viewers = opts.viewers ?? (networked ? 0 : Math.max(0, Math.min(herdDefaults(opts.scenario, entities).viewers, entities - (opts.web ? WEB_MAX_PAGES : 0))));
       if (viewers > entities) {
         command.error(`error: option '--viewers <n>' argument '${viewers}' is invalid. Expected at most --entities (${entities}).`, {
           exitCode: EXIT_USAGE,
@@ -54,6 +59,9 @@ export function registerHerdCommand(program: Command): Command {
         });
       }
       if (opts.clients !== undefined && !networked) throw flagError(`error: option '--clients <n>' needs --net udp`);
+      if (!opts.web && (command.getOptionValueSource('webPort') === 'cli' || command.getOptionValueSource('webHost') === 'cli')) {
+        throw flagError(`error: options '--web-port' and '--web-host' need --web`);
+      }
       const clients = networked ? (opts.clients ?? Math.min(NET_DEFAULT_CLIENTS, entities - viewers)) : undefined;
       if (clients !== undefined && (clients < 1 || clients > entities - viewers)) {
         throw flagError(
@@ -96,9 +104,12 @@ export function registerHerdCommand(program: Command): Command {
           late: metrics.lateTicks,
         });
       };
+      if (opts.web && entities - viewers - (clients ?? 0) < 1) {
+        throw flagError(`error: --web needs a herd entity that is neither a viewer nor a UDP client's avatar to watch from: --entities (${entities}) leaves none.`);
+      }
       let report: HerdReport;
       try {
-        report = await runHerd({ ...opts, entities, viewers, clients }, onProgress);
+        report = await runHerd({ ...opts, entities, viewers, clients }, onProgress, (url) => process.stderr.write(`live view: ${url}\n`));
       } finally {
         bar?.stop();
       }

@@ -66,7 +66,17 @@ export function formatHerdReport(r: HerdReport): string {
     const e = m.eventLoopDelayMs;
     rows.push(['event-loop delay p50 / p99 / max', `${ms(e.p50)} / ${ms(e.p99)} / ${ms(e.max)}`]);
   }
+  rows.push('rule', ...gcRows(r.gc));
   if (r.network) rows.push('rule', ...networkRows(r.network));
+  if (r.web) {
+    const w = r.web.server;
+    rows.push(
+      'rule',
+      ['live page', r.web.url],
+      ['pages joined', fmt(r.web.pagesJoined)],
+      ['packets sent / skipped backed up (pages)', `${fmt(w.packetsSent)} / ${fmt(w.packetsBackedUp)}`],
+    );
+  }
   const count = (n: number, one: string, many: string) => `${fmt(n)} ${n === 1 ? one : many}`;
   const clients = r.network ? ` + ${count(r.network.clients, 'UDP client', 'UDP clients')}` : '';
   const head =
@@ -76,6 +86,26 @@ export function formatHerdReport(r: HerdReport): string {
     `${r.config.payloadBytes}-byte packets (${slotsText(r.config)}), walk cap ${r.config.walkCap}, ghost cap ${r.config.ghostCap}; set-up ${fmt(r.setupMs)} ms`;
   const verdict = m.targets.allMet ? 'targets met' : 'targets MISSED';
   return `${head}\n\n${renderTable(rows)}\n\n  ${verdict} (p50 ≤ ${TARGETS.passP50Ms} ms, p99 ≤ ${TARGETS.passP99Ms} ms, no late ticks)\n`;
+}
+
+/** The rows of a herd report's garbage-collection section. */
+function gcRows(g: HerdReport['gc']): Row[] {
+  const ms = (v: number): string => `${fmt(v, 2)} ms`;
+  const mib = (b: number): string => `${fmt(b / 1048576, 1)} MiB`;
+  const k = g.byKind;
+  const rows: Row[] = [
+    ['GC pauses: count / total / longest', `${fmt(g.pauses.count)} / ${ms(g.pauses.totalMs)} / ${ms(g.pauses.longestMs)}`],
+    ['  minor / major / incremental', `${fmt(k.minor.count)} (${ms(k.minor.totalMs)}) / ${fmt(k.major.count)} (${ms(k.major.totalMs)}) / ${fmt(k.incremental.count)} (${ms(k.incremental.totalMs)})`],
+  ];
+  if (g.heap) {
+    const { start, end } = g.heap;
+    rows.push(['heap after forced GC, start → end', `${mib(start.heapUsed)} → ${mib(end.heapUsed)}`]);
+    rows.push(['external (array buffers), start → end', `${mib(start.external)} (${mib(start.arrayBuffers)}) → ${mib(end.external)} (${mib(end.arrayBuffers)})`]);
+  } else {
+    rows.push(['heap after forced GC', 'run with node --expose-gc to measure']);
+  }
+  if (g.engineBytes) rows.push(['engine memory, start → end', `${mib(g.engineBytes.start)} → ${mib(g.engineBytes.end)}`]);
+  return rows;
 }
 
 /** The rows of a herd report's network section. */

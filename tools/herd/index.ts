@@ -8,3 +8,5 @@ export type { MetricsReport, MetricsOptions, Distribution, TargetCheck } from '.
 export { runHerd, HERD_NETS, HERD_DEFAULT_SECONDS } from './run.js';
 export type { HerdReport, HerdCommandOptions, HerdNet, HerdProgress } from './run.js';
 export type { NetworkReport } from './net-herd.js';
+export { GcMonitor } from './gc.js';
+export type { GcReport, GcPauses, HeapAfterGc } from './gc.js';

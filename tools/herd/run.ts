@@ -1,9 +1,11 @@
 // One herd run: a seeded load scenario on a new World at the config's tick rate, in process or
 // serving bot clients over UDP, measured by TickMetrics; what `sightline herd` prints.
 import { SightlineError, World, WorldConfig, run, type LoopSummary, type OverrunPolicy } from 'sightline';
+import { GcMonitor, type GcReport } from './gc.js';
 import { TickMetrics, type MetricsReport } from './metrics.js';
 import { NET_DEFAULT_CLIENTS, NET_EVENT_RESERVE_BYTES, NetHerd, type NetworkReport } from './net-herd.js';
 import { createHerd, herdDefaults, type HerdScenario } from './scenarios.js';
+import { WEB_MAX_PAGES, WebHerd, type WebReport } from './web-herd.js';
 
 /** Transports `sightline herd --net` offers: `none` keeps every viewer in-process. */
 export type HerdNet = 'none' | 'udp';
@@ -21,6 +23,11 @@ export interface HerdCommandOptions {
   net?: HerdNet;
   /** Bot clients with `net: 'udp'` (default {@link NET_DEFAULT_CLIENTS}). */
   clients?: number;
+  /** Serve the live page (`--web`): pages join as WebSocket clients watching from herd entities. */
+  web?: boolean;
+  /** Address and port the live page is served on (default 127.0.0.1:8080; port 0 picks a free one). */
+  webHost?: string;
+  webPort?: number;
   threads: number;
   seconds: number;
   seed: number;
@@ -64,9 +71,20 @@ export interface HerdReport {
   };
   loop: LoopSummary;
   metrics: MetricsReport;
+  /**
+   * Garbage collection from the first tick to the last: pauses (count, total, longest, by kind),
+   * and with `node --expose-gc` the heap after a forced collection before and after the run.
+   */
+  gc: GcReport;
   /** With `--net udp`: the server, the bot clients, perceived error and event delivery; else null. */
   network: NetworkReport | null;
+  /** With `--web`: the page's address, the pages that joined and the WebSocket server's counters; else null. */
+  web: WebReport | null;
 }
+
+/** Default address and port of the live page (`--web`). */
+export const HERD_WEB_HOST = '127.0.0.1';
+export const HERD_WEB_PORT = 8080;
 
 /** Default run time of `sightline herd`, s. */
 export const HERD_DEFAULT_SECONDS = 10;
@@ -91,17 +109,22 @@ export interface HerdProgress {
  * the run starts (see lib/net/herd-net.ts); each takes a herd entity (after the in-process
  * viewers) as its avatar. Up to half a second of ticks follows the run while heartbeat events
  * await acknowledgement; the bot process is stopped before this resolves or rejects.
+ *
+ * With `web: true` the live page is served on webHost:webPort (web-herd.ts; `onWebReady` gets
+ * its URL before the run starts): each page that joins watches from a herd entity that is
+ * neither an in-process viewer nor a UDP client's avatar, taken from the last.
  * @throws SightlineError from the World or the herd (bad counts, capacity), ERR_SIGHTLINE_INVALID_HERD_OPTION
  *   (more clients than entities left after the viewers), ERR_SIGHTLINE_NET_BIND, ERR_SIGHTLINE_NET_BOTS.
  */
 export async function runHerd(
   options: Omit<HerdCommandOptions, 'json' | 'progress'>,
   onProgress?: (metrics: TickMetrics, progress: HerdProgress) => void,
+  onWebReady?: (url: string) => void,
 ): Promise<HerdReport> {
   const started = performance.now();
   const counts = herdDefaults(options.scenario, options.entities);
   const networked = options.net === 'udp';
-  const viewers = options.viewers ?? (networked ? 0 : counts.viewers);
+  const viewers = options.viewers ?? (networked ? 0 : Math.max(0, Math.min(counts.viewers, counts.entities - (options.web === true ? WEB_MAX_PAGES : 0))));
   const clients = networked ? (options.clients ?? Math.min(NET_DEFAULT_CLIENTS, counts.entities - viewers)) : 0;
   if (networked && (clients < 1 || clients > counts.entities - viewers)) {
     throw new SightlineError(
@@ -116,19 +139,33 @@ export async function runHerd(
   const net = networked
     ? await NetHerd.start(world, { ids: herd.ids, slots: herd.slots, avatars: herd.ids.subarray(viewers), clients, seconds: options.seconds })
     : undefined;
+  let web: WebHerd | undefined;
+  try {
+    if (options.web === true) {
+      web = await WebHerd.start(world, { avatars: herd.ids.subarray(viewers + clients), host: options.webHost ?? HERD_WEB_HOST, port: options.webPort ?? HERD_WEB_PORT });
+      onWebReady?.(web.url);
+    }
+  } catch (e) {
+    await net?.close();
+    throw e;
+  }
   const ticksDue = Math.max(1, Math.round(options.seconds * config.tickHz));
   const totalMs = (ticksDue * 1000) / config.tickHz;
   let metrics: TickMetrics;
   let summary: LoopSummary;
+  const gc = new GcMonitor();
   let interrupted = false;
   let network: NetworkReport | null = null;
+  let webReport: WebReport | null = null;
   try {
     metrics = new TickMetrics(world, { entities: herd.ids, sampleViewers: options.sample });
+    gc.start();
     const epoch = performance.now();
     const loop = run(world, {
       step: () => herd.step(),
       onTick: (result, report) => {
         net?.onTick(result, report.tick);
+        web?.onTick(result);
         metrics.record(result, report);
         onProgress?.(metrics, { elapsedMs: performance.now() - epoch, totalMs });
       },
@@ -146,6 +183,7 @@ export async function runHerd(
     } finally {
       clearTimeout(timer);
       metrics.close();
+      gc.stop();
     }
     try {
       if (net) network = await net.finish();
@@ -153,6 +191,8 @@ export async function runHerd(
       process.removeListener('SIGINT', interrupt);
     }
   } finally {
+    webReport = web?.report() ?? null;
+    await web?.close();
     await net?.close();
   }
   return {
@@ -181,6 +221,8 @@ export async function runHerd(
     },
     loop: summary,
     metrics: metrics.report(summary),
+    gc: gc.report(),
     network,
+    web: webReport,
   };
 }

@@ -1,5 +1,6 @@
-// Per-band accumulators of the quality harness: log-binned error histograms and staleness.
-import type { QualityBandReport } from './types.js';
+// Per-band accumulators of the quality harness (one band, one strategy, one moment): log-binned
+// error histograms and staleness.
+import type { QualityMomentReport } from './types.js';
 
 // Histograms: log-spaced bins for errors (ratio 1.02 between bin edges), integer bins for ticks.
 
@@ -36,7 +37,8 @@ export function intQuantile(h: Float64Array, total: number, q: number): number {
   return h.length - 1;
 }
 
-// Accumulators of one band of one strategy.
+// Accumulators of one band of one strategy at one moment; `observations` is the band's (the same
+// at every moment), `held` this moment's.
 export class BandStats {
   observations = 0;
   held = 0;
@@ -61,12 +63,10 @@ export class BandStats {
     }
     for (let i = 0; i < this.staleHist.length; i++) this.staleHist[i] += o.staleHist[i];
   }
-  report(label: string): QualityBandReport {
+  report(): QualityMomentReport {
     const h = this.held;
     const div = (a: number, b: number): number => (b === 0 ? 0 : a / b);
     return {
-      label,
-      observations: this.observations,
       held: h,
       notHeldShare: div(this.observations - h, this.observations),
       meanPositionErrorM: div(this.sumPos, h),

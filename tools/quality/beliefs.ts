@@ -1,10 +1,12 @@
 // What the quality harness's clients believe (a small hash table per viewer), and the pairs that
 // were ever updated.
+import { extrapolateAxis, isJump, type Extrapolation } from 'sightline/net';
 
 // What one client believes: an open-addressing hash table (linear probing, backward-shift
-// deletion) from entity index to the believed position (raw) and the tick of its last update, with
-// a despawn-queued flag per entry for the baselines. Small enough to stay in cache while the
-// viewer is measured.
+// deletion) from entity index to the believed position (raw) and the tick of its last update, the
+// update before it (raw, tick; -1: none since it appeared) as ClientWorld keeps it for
+// extrapolation, and a despawn-queued flag per entry for the baselines. Small enough to stay in
+// cache while the viewer is measured.
 export class ViewerBeliefs {
   // Assigned by allocate(), which the constructor calls.
   keys!: Int32Array;
@@ -12,6 +14,10 @@ export class ViewerBeliefs {
   y!: Int32Array;
   z!: Int32Array;
   tick!: Int32Array;
+  px!: Int32Array;
+  py!: Int32Array;
+  pz!: Int32Array;
+  ptick!: Int32Array;
   queued!: Uint8Array;
   size = 0;
   mask!: number;
@@ -27,6 +33,10 @@ export class ViewerBeliefs {
     this.y = new Int32Array(n);
     this.z = new Int32Array(n);
     this.tick = new Int32Array(n);
+    this.px = new Int32Array(n);
+    this.py = new Int32Array(n);
+    this.pz = new Int32Array(n);
+    this.ptick = new Int32Array(n);
     this.queued = new Uint8Array(n);
     this.mask = n - 1;
     this.shift = 32 - bits;
@@ -46,17 +56,26 @@ export class ViewerBeliefs {
       h = (h + 1) & this.mask;
     }
   }
-  /** Sets the belief of entity e; returns its entry. */
+  /** Sets the belief of entity e from an update of `tick`; the one it replaces becomes the previous. Returns its entry. */
   set(e: number, x: number, y: number, z: number, tick: number): number {
     if (2 * (this.size + 1) > this.keys.length) this.rehash(this.keys.length * 2);
     const keys = this.keys;
     let h = this.home(e);
     for (;;) {
       const k = keys[h];
-      if (k === e) break;
+      if (k === e) {
+        if (tick > this.tick[h]) {
+          this.px[h] = this.x[h];
+          this.py[h] = this.y[h];
+          this.pz[h] = this.z[h];
+          this.ptick[h] = this.tick[h];
+        }
+        break;
+      }
       if (k < 0) {
         keys[h] = e;
         this.queued[h] = 0;
+        this.ptick[h] = -1;
         this.size++;
         break;
       }
@@ -67,6 +86,27 @@ export class ViewerBeliefs {
     this.z[h] = z;
     this.tick[h] = tick;
     return h;
+  }
+  /**
+   * Where entry h's entity is predicted at `tick` (raw, fractional), written to out[0..2]: as
+   * ClientWorld.predict with its extrapolation (null: the held position).
+   */
+  predict(h: number, tick: number, e: Extrapolation | null, out: Float64Array): void {
+    if (e === null) {
+      out[0] = this.x[h];
+      out[1] = this.y[h];
+      out[2] = this.z[h];
+      return;
+    }
+    const p = this.ptick[h];
+    const last = this.tick[h];
+    const x = this.x[h];
+    const y = this.y[h];
+    const z = this.z[h];
+    const jump = p >= 0 && isJump(x - this.px[h], y - this.py[h], z - this.pz[h], last - p, e.maxStepRaw);
+    out[0] = extrapolateAxis(this.px[h], p, x, last, tick, e.maxTicks, jump);
+    out[1] = extrapolateAxis(this.py[h], p, y, last, tick, e.maxTicks, jump);
+    out[2] = extrapolateAxis(this.pz[h], p, z, last, tick, e.maxTicks, jump);
   }
   /** Forgets entity e (no-op when not held). */
   delete(e: number): void {
@@ -87,6 +127,10 @@ export class ViewerBeliefs {
       this.y[i] = this.y[j];
       this.z[i] = this.z[j];
       this.tick[i] = this.tick[j];
+      this.px[i] = this.px[j];
+      this.py[i] = this.py[j];
+      this.pz[i] = this.pz[j];
+      this.ptick[i] = this.ptick[j];
       this.queued[i] = this.queued[j];
       i = j;
     }
@@ -94,11 +138,15 @@ export class ViewerBeliefs {
     this.size--;
   }
   private rehash(n: number): void {
-    const { keys, x, y, z, tick, queued } = this;
+    const { keys, x, y, z, tick, px, py, pz, ptick, queued } = this;
     this.allocate(n);
     for (let i = 0; i < keys.length; i++) {
       if (keys[i] < 0) continue;
       const h = this.set(keys[i], x[i], y[i], z[i], tick[i]);
+      this.px[h] = px[i];
+      this.py[h] = py[i];
+      this.pz[h] = pz[i];
+      this.ptick[h] = ptick[i];
       this.queued[h] = queued[i];
     }
   }
