@@ -172,7 +172,10 @@ export interface NativeWorld {
     tick: number;
     externalBuffers: boolean;
     running: boolean;
+    walkCap: number;
+    ghostCap: number;
   };
+  setCaps(walkCap: number, ghostCap: number): void;
 }
 
 /** A subscription box: inclusive cell bounds. */

@@ -14,3 +14,8 @@ export { run, runLoop, OVERRUN_POLICIES } from './loop.js';
 export type { LoopOptions, LoopReport, LoopSummary, LoopHandle, OverrunPolicy, LoopEndReason } from './loop.js';
 export { createPrometheusRegistry, checkTickTiming } from './prometheus.js';
 export type { PrometheusOptions, PrometheusMetrics, TickTiming } from './prometheus.js';
+export { TickGovernor, GOVERNOR_LEVELS, levelOf, readGovernor } from './governor.js';
+export type { GovernorOptions, GovernorState, GovernorSettings } from './governor.js';
+export { GovernorLevers, shedAt } from './governor-levers.js';
+export type { GovernorShed } from './governor-levers.js';
+export type { CongestionOptions, CongestionStats } from './congestion.js';

@@ -4,6 +4,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { WorldConfig } from './config.js';
 import { SightlineError, describe, readOptions } from './errors.js';
+import { GovernorLevers, type GovernorShed } from './governor-levers.js';
+import { TickGovernor, readGovernor, type GovernorOptions, type GovernorState } from './governor.js';
 import type { TickResult, World } from './world.js';
 
 /**
@@ -33,6 +35,11 @@ export interface LoopReport {
   readonly late: boolean;
   /** Ticks dropped so far (`'drop'` policy; always 0 under `'stretch'`). */
   readonly dropped: number;
+  /**
+   * The tick governor as this tick ran (`enabled` false when off): load factor, level in force,
+   * EWMA of the tick time, level changes so far.
+   */
+  readonly governor: GovernorState;
 }
 
 /** Options of {@link run}. */
@@ -62,6 +69,15 @@ export interface LoopOptions {
    * under `'drop'`). Default: a tenth of the period (5 ms at 20 Hz), above timer jitter.
    */
   lateToleranceMs?: number;
+  /**
+   * The tick governor (lib/governor.ts): on by default (`true` or left out), off with `false`, or
+   * {@link GovernorOptions}. It keeps an EWMA of each tick's wall time (step, pass and onTick)
+   * against the period and sheds load in levels ({@link GOVERNOR_LEVELS}) before ticks are late:
+   * longer send periods for low-priority viewers, smaller walk and ghost caps, smaller packets, a
+   * smaller view radius, every viewer's send period. Its decisions take effect before a tick's
+   * step, as inputs of that tick; a world never overloaded is never touched.
+   */
+  governor?: boolean | GovernorOptions;
 }
 
 /**
@@ -87,6 +103,17 @@ export interface LoopSummary {
   readonly periodMs: number;
   /** Why the loop ended (see {@link LoopEndReason}). */
   readonly reason: LoopEndReason;
+  /**
+   * What the tick governor did: whether it ran, the ticks run at each level (index = level), its
+   * level changes, the lowest load factor, and what was shed at the end (null when off).
+   */
+  readonly governor: {
+    readonly enabled: boolean;
+    readonly ticksAtLevel: readonly number[];
+    readonly changes: number;
+    readonly minLoadFactor: number;
+    readonly final: GovernorShed | null;
+  };
 }
 
 /** A running loop. */
@@ -141,7 +168,12 @@ function sleepUntil(deadline: number, waker: Waker): Promise<void> {
   });
 }
 
-const LOOP_OPTIONS = ['step', 'onTick', 'overrun', 'ticks', 'signal', 'lateToleranceMs'] as const;
+const LOOP_OPTIONS = ['step', 'onTick', 'overrun', 'ticks', 'signal', 'lateToleranceMs', 'governor'] as const;
+
+// The state a loop without a governor reports.
+function restingGovernor(periodMs: number): GovernorState {
+  return { enabled: false, loadFactor: 1, level: 0, ewmaMs: 0, periodMs, changes: 0 };
+}
 
 // Worlds with a loop running: a second run() on one of them is refused.
 // The loop whose step or onTick is running (through anything they await): see LoopHandle.stop.
@@ -192,6 +224,7 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
     invalid(`lateToleranceMs must be a finite number ≥ 0, received ${describe(lateToleranceMs)}`);
   }
   if (signal !== undefined && !(signal instanceof AbortSignal)) invalid(`signal must be an AbortSignal, received ${describe(signal)}`);
+  const governorSettings = readGovernor(o.governor, tickHz);
   if (running.has(world)) {
     throw new SightlineError(
       'ERR_SIGHTLINE_LOOP_RUNNING',
@@ -227,6 +260,14 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
     let ran = 0;
     let dropped = 0;
     let late = 0;
+    // The governor: its controller, its levers on the world, and what it did.
+    const governor = governorSettings === null ? null : new TickGovernor(governorSettings, period);
+    const levers = governorSettings === null ? null : new GovernorLevers(world, governorSettings);
+    const clock = governorSettings?.clock;
+    const ticksAtLevel: number[] = [];
+    let minLoad = 1;
+    let levelDue = false; // a level change waits to be applied before the next step
+    let last: TickResult | undefined;
     try {
       while (reason === undefined && n < limit) {
         const deadline = epoch + n * period;
@@ -249,6 +290,12 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
           reason = 'closed';
           break;
         }
+        // The governor's decision, as an input of this tick.
+        if (levelDue && levers && governor) {
+          levers.apply(governor.state.level, last);
+          levelDue = false;
+        }
+        const began = clock ? clock() : 0;
         if (step) {
           const r = insideLoop.run(handle, step, n, world);
           if (isThenable(r)) await r;
@@ -262,6 +309,8 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
         const ticked = performance.now();
         ran++;
         if (isLate) late++;
+        const state = governor ? governor.state : restingGovernor(period);
+        ticksAtLevel[state.level] = (ticksAtLevel[state.level] ?? 0) + 1;
         if (onTick) {
           const report: LoopReport = {
             tick: n,
@@ -270,10 +319,16 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
             lateness,
             late: isLate,
             dropped,
+            governor: state,
           };
           const r = insideLoop.run(handle, onTick, result, report);
           if (isThenable(r)) await r;
         }
+        if (governor && clock) {
+          if (governor.observe(clock() - began)) levelDue = true;
+          minLoad = Math.min(minLoad, governor.state.loadFactor);
+        }
+        last = result;
         n++;
       }
     } finally {
@@ -287,6 +342,13 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
       elapsedMs: performance.now() - epoch,
       periodMs: period,
       reason: reason ?? 'completed',
+      governor: {
+        enabled: governor !== null,
+        ticksAtLevel: Array.from({ length: ticksAtLevel.length }, (_, i) => ticksAtLevel[i] ?? 0),
+        changes: governor?.state.changes ?? 0,
+        minLoadFactor: minLoad,
+        final: levers?.shed ?? null,
+      },
     };
   };
 

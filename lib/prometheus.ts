@@ -8,7 +8,7 @@ import { TickResult } from './tick-result.js';
 import { World } from './world.js';
 
 /** The timing of one tick as a recorder (PrometheusMetrics.record) needs it; a loop's {@link LoopReport} qualifies. */
-export type TickTiming = Pick<LoopReport, 'passMs'> & Partial<Pick<LoopReport, 'stepMs' | 'lateness' | 'late' | 'dropped'>>;
+export type TickTiming = Pick<LoopReport, 'passMs'> & Partial<Pick<LoopReport, 'stepMs' | 'lateness' | 'late' | 'dropped' | 'governor'>>;
 
 const PROMETHEUS_OPTIONS = ['registry', 'prefix', 'defaultMetrics', 'world'] as const;
 
@@ -38,6 +38,15 @@ export function checkTickTiming(timing: unknown): TickTiming {
   }
   if (t.late !== undefined && typeof t.late !== 'boolean') {
     throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `timing.late must be true or false, received ${describe(t.late)}`);
+  }
+  const g = t.governor as Record<string, unknown> | undefined;
+  if (g !== undefined) {
+    const ok =
+      typeof g === 'object' && g !== null && typeof g.enabled === 'boolean' &&
+      ['loadFactor', 'level', 'ewmaMs', 'changes'].every((k) => typeof g[k] === 'number' && Number.isFinite(g[k] as number) && (g[k] as number) >= 0);
+    if (!ok) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `timing.governor must be a loop report's governor state { enabled, loadFactor, level, ewmaMs, changes }, received ${describe(g)}`);
+    }
   }
   return timing as TickTiming;
 }
@@ -88,6 +97,9 @@ function loadPromClient(): PromClient {
  * - `candidates_per_viewer` (gauge): last tick's mean.
  * - `bytes_sent_total`, `packets_sent_total` (counters).
  * - `viewers_served`, `entities` (gauges): last tick's.
+ * - `governor_load_factor`, `governor_level`, `governor_tick_ewma_seconds` (gauges) and
+ *   `governor_level_changes_total` (counter): the tick governor's state, from a loop report's
+ *   `governor` (left at 1, 0, 0 when the timing has none or the governor is off).
  *
  * prom-client is loaded on the first call.
  * @throws ERR_SIGHTLINE_MISSING_DEPENDENCY when prom-client cannot be loaded;
@@ -156,9 +168,17 @@ export function createPrometheusRegistry(prometheusOptions: PrometheusOptions = 
   const packetsSent = counter('packets_sent_total', 'Packets produced for clients.');
   const viewersServed = gauge('viewers_served', 'Viewers served by the last tick.');
   const entities = gauge('entities', 'Entities in the last tick’s snapshot.');
+  const loadFactor = gauge('governor_load_factor', 'The tick governor’s load factor (1: nothing shed).');
+  const level = gauge('governor_level', 'The tick governor’s shedding level in force (0: nothing shed).');
+  const tickEwma = gauge('governor_tick_ewma_seconds', 'The tick governor’s EWMA of the tick’s wall time, seconds.');
+  const levelChanges = counter('governor_level_changes_total', 'Shedding level changes of the tick governor.');
+  loadFactor.set(1);
+  level.set(0);
+  tickEwma.set(0);
 
   if (options.world) packetSlots.set(options.world.config.slotsPerPacket);
   let droppedSeen = 0;
+  let changesSeen = 0;
   return {
     registry,
     record(result: TickResult, timing: TickTiming): void {
@@ -183,6 +203,16 @@ export function createPrometheusRegistry(prometheusOptions: PrometheusOptions = 
       packetsSent.inc(result.count);
       viewersServed.set(s.served);
       entities.set(s.entities);
+      const g = timing.governor;
+      if (g !== undefined && g.enabled) {
+        loadFactor.set(g.loadFactor);
+        level.set(g.level);
+        tickEwma.set(g.ewmaMs / 1000);
+        if (g.changes > changesSeen) {
+          levelChanges.inc(g.changes - changesSeen);
+          changesSeen = g.changes;
+        }
+      }
     },
   };
 }

@@ -30,6 +30,8 @@ export interface PositionInput {
   z?: number;
 }
 
+import type { CongestionOptions } from './congestion.js';
+
 export interface WorldOptions {
   /** Entity slots, 1 to 1,048,576. Default 65,536. */
   capacity?: number;
@@ -52,6 +54,15 @@ export interface WorldOptions {
    * tests, convergence checks). Costs one extra write per record. Default false.
    */
   recordGhostPositions?: boolean;
+  /**
+   * Congestion control for the viewers added with `{ acks: true }` (lib/congestion.ts): each one's
+   * round-trip time and loss from its acknowledgements, and a good/bad mode (Fiedler's, with a
+   * doubling penalty) that serves a congested client half as often with half-size packets until
+   * its link has been good for a while. `true`: on, with the defaults; or
+   * {@link CongestionOptions}; `false` or left out: off (the default: a client that loses packets
+   * keeps its rate unless the server asks for this). Viewers without acks are never touched.
+   */
+  congestion?: boolean | CongestionOptions;
 }
 
 export interface ViewerOptions {

@@ -11,6 +11,9 @@ import { toMeters } from './fixed.js';
 import { run as runClock, type LoopHandle, type LoopOptions } from './loop.js';
 import { TickResult } from './tick-result.js';
 import { ALL_GROUPS, CHANGE, boostSet, groupsMask, priorityWeight, viewRadiusRaw, viewerNumber } from './interest.js';
+import type { CongestionStats } from './congestion.js';
+import type { ViewerShedding } from './shedding.js';
+import { WorldOverload } from './world-overload.js';
 import { MAX_ID, checkCoordinate, checkVec3, isId, readBoolean, rethrow } from './validate.js';
 import type {
   EntityId,
@@ -47,7 +50,7 @@ export const profileGuided: boolean = native.profileGuided;
 
 const NO_IDS: Uint32Array = new Uint32Array(0);
 
-const WORLD_OPTIONS = ['capacity', 'threads', 'externalBuffers', 'recordGhostPositions'] as const;
+const WORLD_OPTIONS = ['capacity', 'threads', 'externalBuffers', 'recordGhostPositions', 'congestion'] as const;
 const VIEWER_OPTIONS = ['payloadBytes', 'sendPeriod', 'acks', 'viewRadius', 'groups'] as const;
 const GATHER_OPTIONS = ['walkCap', 'exclude', 'radius', 'groups'] as const;
 
@@ -76,13 +79,15 @@ export class World {
   #epoch = 0;
   #ticking = false;
   readonly #events: EventRouter;
+  readonly #overload: WorldOverload;
 
   /**
    * `options` may be omitted, `undefined` or `null`: every option takes its default.
    * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (config not a WorldConfig, options not an object, a
    *   boolean option that is not a boolean), ERR_SIGHTLINE_UNKNOWN_OPTION (a key that is not a
-   *   {@link WorldOptions} field), ERR_SIGHTLINE_INVALID_CAPACITY, ERR_SIGHTLINE_INVALID_THREADS,
-   *   ERR_SIGHTLINE_CONFIG_* (the native engine validates the configuration again).
+   *   {@link WorldOptions} field, or of `congestion`; `congestion` out of range),
+   *   ERR_SIGHTLINE_INVALID_CAPACITY, ERR_SIGHTLINE_INVALID_THREADS, ERR_SIGHTLINE_CONFIG_* (the
+   *   native engine validates the configuration again).
    */
   constructor(config: WorldConfig, options?: WorldOptions | null) {
     if (!WorldConfig.isBuilt(config)) {
@@ -100,6 +105,16 @@ export class World {
     const externalBuffers = readBoolean('externalBuffers', o.externalBuffers, true);
     const recordGhostPositions = readBoolean('recordGhostPositions', o.recordGhostPositions, false);
     this.config = config;
+    this.#overload = new WorldOverload(config, o.congestion, {
+      read: (v) => {
+        const n = this.#native.viewerSettings(v);
+        return { sendPeriod: n.sendPeriod, payloadBytes: n.payloadBytes, viewRadius: toMeters(n.viewRadius) };
+      },
+      write: (v, period, payload, radius) => {
+        const what = (period === null ? 0 : CHANGE.sendPeriod) | (payload === null ? 0 : CHANGE.payloadBytes) | (radius === null ? 0 : CHANGE.viewRadius);
+        if (what !== 0) this.#change(v, what, period ?? 0, payload ?? 0, radius === null ? 0 : viewRadiusRaw(this.config, radius));
+      },
+    });
     try {
       this.#engine = new native.NativeWorld(config.input, capacity, threads, externalBuffers, recordGhostPositions);
     } catch (e) {
@@ -281,6 +296,7 @@ export class World {
     } catch (e) {
       rethrow(e);
     }
+    this.#overload.added(avatar, acks);
     if (this.#ticking) this.#events.viewerAdded(avatar);
   }
 
@@ -294,6 +310,7 @@ export class World {
    */
   setSendPeriod(viewer: EntityId, ticks: number): void {
     this.#change(viewer, CHANGE.sendPeriod, viewerNumber('sendPeriod', ticks), 0, 0);
+    this.#overload.shedding.rebase(viewer, { sendPeriod: ticks });
   }
 
   /**
@@ -308,6 +325,7 @@ export class World {
    */
   setPayloadBytes(viewer: EntityId, bytes: number): void {
     this.#change(viewer, CHANGE.payloadBytes, 0, viewerNumber('payloadBytes', bytes), 0);
+    this.#overload.shedding.rebase(viewer, { payloadBytes: bytes });
   }
 
   /**
@@ -320,6 +338,7 @@ export class World {
    */
   setViewRadius(viewer: EntityId, meters: number): void {
     this.#change(viewer, CHANGE.viewRadius, 0, 0, viewRadiusRaw(this.config, meters));
+    this.#overload.shedding.rebase(viewer, { viewRadius: meters });
   }
 
   /**
@@ -350,10 +369,24 @@ export class World {
 
   /**
    * A viewer's settings as last set: changes asked for during a running tick are included (they
-   * apply when it ends). `viewRadius` in meters; `boost.entities` sorted, without repeats.
+   * apply when it ends). `viewRadius` in meters; `boost.entities` sorted, without repeats. These
+   * are the game's settings: while the tick governor or congestion control sheds from a viewer,
+   * the engine serves it less often, with smaller packets or radius ({@link servedSettings}); the
+   * game's own setters keep changing the settings shedding starts from.
    * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER.
    */
   viewerSettings(viewer: EntityId): ViewerSettings {
+    const s = this.servedSettings(viewer);
+    const base = this.#overload.shedding.base(viewer);
+    return base === undefined ? s : { ...s, ...base };
+  }
+
+  /**
+   * The settings the engine serves a viewer with: {@link viewerSettings}, less what the tick
+   * governor and congestion control shed (a longer send period, smaller packets or radius).
+   * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER.
+   */
+  servedSettings(viewer: EntityId): ViewerSettings {
     try {
       const s = this.#native.viewerSettings(viewer);
       return {
@@ -369,7 +402,70 @@ export class World {
     }
   }
 
-  #change(viewer: EntityId, what: number, sendPeriod: number, payloadBytes: number, viewRadius: number, groups = ALL_GROUPS, boostFactor = 1, boost = NO_IDS): void {
+  /**
+   * Congestion control's view of a viewer added with `{ acks: true }` (see
+   * {@link WorldOptions.congestion}): mode, smoothed round-trip time and loss, packets tracked,
+   * acknowledged and lost. Null when congestion control is off, the viewer has no acks, or none
+   * of its packets has gone out yet.
+   */
+  congestionStats(viewer: EntityId): CongestionStats | null {
+    this.#requireOpen();
+    return this.#overload.congestionStats(viewer);
+  }
+
+  /** The viewers' avatar ids, in the engine's viewer order (a copy). Not during a tick: viewers added or removed during it are applied when it ends. */
+  viewerIds(): Uint32Array {
+    return this.#native.viewerIds();
+  }
+
+  /** @internal The shedding of this world's viewer settings (the tick governor's levers). */
+  get shedding(): ViewerShedding {
+    return this.#overload.shedding;
+  }
+
+  /**
+   * The walk and ghost caps the pass uses from the next tick on: the config's, unless lowered
+   * with {@link setCaps}.
+   */
+  get caps(): { walkCap: number; ghostCap: number } {
+    const i = this.#native.info();
+    return { walkCap: i.walkCap, ghostCap: i.ghostCap };
+  }
+
+  /**
+   * Lowers (or restores) the walk and ghost caps of every viewer's pass from the next tick on:
+   * walkCap an integer from 1 to config.walkCap, ghostCap from 1 to config.ghostCap (ghost tables
+   * keep their size: 2 × config.ghostCap). A field left out keeps its value. Ghosts past a lower
+   * cap depart by the grace rule. The tick governor's second lever; cheaper passes, fewer ghosts.
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (a cap out of range or not an integer),
+   *   ERR_SIGHTLINE_TICK_IN_PROGRESS.
+   */
+  setCaps(caps: { walkCap?: number; ghostCap?: number }): void {
+    this.#requireOpen();
+    const now = this.caps;
+    const o = readOptions('setCaps', caps, ['walkCap', 'ghostCap'] as const);
+    const walk = o.walkCap === undefined ? now.walkCap : o.walkCap;
+    const ghost = o.ghostCap === undefined ? now.ghostCap : o.ghostCap;
+    if (typeof walk !== 'number' || typeof ghost !== 'number') {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `walkCap and ghostCap must be numbers, received ${describe(walk)} and ${describe(ghost)}`);
+    }
+    try {
+      this.#native.setCaps(walk === Infinity ? this.config.walkCap : walk, ghost);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  #change(
+    viewer: EntityId,
+    what: number,
+    sendPeriod: number,
+    payloadBytes: number,
+    viewRadius: number,
+    groups = ALL_GROUPS,
+    boostFactor = 1,
+    boost = NO_IDS,
+  ): void {
     this.#requireOpen();
     try {
       this.#native.changeViewer(viewer, what, sendPeriod, payloadBytes, viewRadius, groups, boostFactor, boost);
@@ -447,6 +543,7 @@ export class World {
     } catch (e) {
       rethrow(e);
     }
+    this.#overload.removed(avatar);
     if (this.#ticking) this.#events.viewerRemoved(avatar);
   }
 
@@ -475,6 +572,7 @@ export class World {
     } catch (e) {
       rethrow(e);
     }
+    this.#overload.acknowledged(viewer, ack, ackBits);
     if (deferred) this.#events.deferAcknowledgement(viewer, ack, ackBits);
   }
 
@@ -548,7 +646,9 @@ export class World {
           this.#views[which] = views;
           markAsUntransferable(v.buffer);  // the engine writes it again two ticks later
         }
-        return new TickResult(this, epoch, readTickMeta(meta, views));
+        const result = new TickResult(this, epoch, readTickMeta(meta, views));
+        this.#overload.ticked(result);
+        return result;
       },
       (e) => {
         this.#ticking = false;

@@ -118,8 +118,9 @@ interface Scenario {
    *  window of 40 to 80 passes, a smaller view and fast avatars, so tables fill with ghosts out of
    *  range and new candidates meet a table without room for all of them. 'capped': ghostCap 8 to
    *  23, far below the candidates, and a grace window of 3 to 30 passes: ghosts past the cap are
-   *  held, and scored, for a while. */
-  tables: 'roomy' | 'full' | 'capped';
+   *  held, and scored, for a while. 'lowered': the same, with the config's ghostCap at 40 and
+   *  the cap in use lowered to 8 to 23 by World.setCaps (the tick governor's lever). */
+  tables: 'roomy' | 'full' | 'capped' | 'lowered';
   /** Priorities, groups, per-viewer radii and boosts in use, changing as the run goes. */
   controls: boolean;
   ticks: number;
@@ -177,23 +178,27 @@ async function runScenario(s: Scenario): Promise<Coverage> {
       ? { bandWeights: Array.from({ length: 64 }, () => randInt(rw, 1, 2 ** 32)), newDrift: s.controls ? randInt(rw, 1_000_000, 4_000_000) : randInt(rw, 1, 4 * VIEW_M) }
       : {};
   const full = s.tables === 'full';
-  const capped = s.tables === 'capped';
+  const lowered = s.tables === 'lowered';
+  const capped = s.tables === 'capped' || lowered;
   const c = WorldConfig.build({
     ...custom,
     regionSize: REGION_M,
     viewRadius: full ? FULL_VIEW_M : VIEW_M,
     walkCap: s.walk === 'uncapped' ? Infinity : RING_WALK_CAP,
-    ghostCap: full ? FULL_GHOST_CAP : capped ? randInt(r, 8, 24) : 1024,
+    ghostCap: full ? FULL_GHOST_CAP : lowered ? 40 : capped ? randInt(r, 8, 24) : 1024,
     graceTicks: full ? randInt(r, 60, 101) : capped ? randInt(r, 3, 31) : randInt(r, 0, 5),
     ...(s.walk === 'ring' ? { cellSize: VIEW_M, denseCellThreshold: 12, subGridDivisions: 4 } : {}),
   });
   const region = c.regionRaw;
   expect(c.ghostTableCapacity).toBe(2 * c.ghostCap);
+  // The ghost cap in use: the config's, or lowered at run time.
+  const ghostCap = lowered ? randInt(r, 8, 24) : c.ghostCap;
   const weights = c.bandWeights.map((v) => BigInt(v));
   expect(weights.length).toBe(64);
   if (s.weights === 'default') expect(c.newDriftRaw).toBe(c.viewRadiusRaw);
   else expect(c.bandWeights).toEqual(custom.bandWeights);
   const w = new World(c, { capacity: 1024, threads: s.threads });
+  if (lowered) w.setCaps({ ghostCap });
 
   const ents = new Map<number, Ent>();
   const kinds: Kind[] = ['still', 'still', 'walker', 'walker', 'walker', 'walker', 'walker', 'bobber', 'jumper'];
@@ -409,9 +414,9 @@ async function runScenario(s: Scenario): Promise<Coverage> {
         if (d2 <= v.radius * v.radius && (e.groups & v.groups) !== 0) inRange.push({ e, d2 });
       }
       inRange.sort((a, b) => a.d2 - b.d2);
-      const eligibleIds = new Set(inRange.slice(0, c.ghostCap).map((k) => k.e.id));
-      eligibleTotal += Math.min(inRange.length, c.ghostCap);
-      const capTie = inRange.length > c.ghostCap && inRange[c.ghostCap - 1].d2 === inRange[c.ghostCap].d2;
+      const eligibleIds = new Set(inRange.slice(0, ghostCap).map((k) => k.e.id));
+      eligibleTotal += Math.min(inRange.length, ghostCap);
+      const capTie = inRange.length > ghostCap && inRange[ghostCap - 1].d2 === inRange[ghostCap].d2;
       let live: Set<number> | undefined;
       if (capped) {
         const g = w.ghosts(v.avatar.id);
@@ -599,6 +604,7 @@ describe('priority accumulator against a brute-force model', () => {
     { walk: 'uncapped', weights: 'default', tables: 'capped', controls: false },
     { walk: 'uncapped', weights: 'random', tables: 'capped', controls: false },
     { walk: 'uncapped', weights: 'random', tables: 'capped', controls: true },
+    { walk: 'uncapped', weights: 'default', tables: 'lowered', controls: false },
   ] as const;
   for (const { walk, weights, tables, controls } of scenarios) {
     for (const seed of [11, 22, 33]) {
@@ -612,10 +618,11 @@ describe('priority accumulator against a brute-force model', () => {
             expect(st.capTies).toBeLessThan(ticks / 4);
             // The worlds exercised what they are meant to.
             // (With the ghost cap binding, few packets are left with room after every positive score.)
-            expect(st.zeroCuts).toBeGreaterThan(tables === 'capped' ? 10 : ticks);
+            const bound = tables === 'capped' || tables === 'lowered';
+            expect(st.zeroCuts).toBeGreaterThan(bound ? 10 : ticks);
             expect(st.budgetBound).toBeGreaterThan(ticks);
             // Priorities break most ties of equal scores; so does the ghost cap binding.
-            expect(st.distanceTies).toBeGreaterThan(controls ? 0 : tables === 'capped' ? 5 : 10);
+            expect(st.distanceTies).toBeGreaterThan(controls ? 0 : bound ? 5 : 10);
             expect(st.despawnPackets).toBeGreaterThan(10);
             if (controls) {
               expect(st.hidden).toBeGreaterThan(ticks);
@@ -626,7 +633,7 @@ describe('priority accumulator against a brute-force model', () => {
               expect(st.ringPasses).toBeGreaterThan(ticks);
               expect(st.denseTicks).toBeGreaterThan(ticks / 2);
             }
-            if (tables === 'capped') expect(st.pastCapSent).toBeGreaterThan(ticks);
+            if (tables === 'capped' || tables === 'lowered') expect(st.pastCapSent).toBeGreaterThan(ticks);
             if (tables === 'full') {
               // Early evictions free room within a pass or two, so fewer packets meet a full table.
               // Hidden entities and smaller radii leave fewer candidates with controls.

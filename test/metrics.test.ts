@@ -48,7 +48,7 @@ describe('TickMetrics', () => {
       bytes += result.stats.bytes;
       m.record(result, { passMs: 1 });
     }
-    const r = m.report({ ticks: 5, dropped: 0, late: 0, elapsedMs: 250, periodMs: 50, reason: 'completed' });
+    const r = m.report({ ticks: 5, dropped: 0, late: 0, elapsedMs: 250, periodMs: 50, reason: 'completed', governor: { enabled: false, ticksAtLevel: [5], changes: 0, minLoadFactor: 1, final: null } });
     expect(records).toBe(3); // the three within 256 m, once: they never move
     expect(r.packets).toBe(5);
     expect(r.viewersPerTick).toBe(1);

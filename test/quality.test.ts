@@ -132,6 +132,19 @@ describe('runQuality', () => {
     expect(byStrategy(crowd).accumulator.meanUpdatesPerPacket).toBeGreaterThan(97);
   });
 
+  it("holds a governor level: fewer viewers served per tick at level 5, and the run says so", async () => {
+    const base = { ...SMALL, ticks: 20, warmupTicks: 4, strategy: 'accumulator' as const };
+    const l0 = await runQuality(base);
+    const l5 = await runQuality({ ...base, governorLevel: 5 });
+    expect(l0.meanServed).toBe(20);
+    // Every viewer at twice its period, the low-priority half at 4 times: 3/8 of them a tick.
+    expect(l5.meanServed).toBeCloseTo(7.5, 0);
+    expect(l5.differences).toContain("the tick governor's level 5 held");
+    expect(formatQualityReport(l5)).toContain('governor level 5 held');
+    expect(l0.meanPassMs).toBeGreaterThan(0);
+    await expect(runQuality({ ...base, governorLevel: 6 })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });
+  });
+
   it("prints umwelt-rs's figures apart, with what differs, on a run unlike theirs", () => {
     const text = formatQualityReport(report);
     for (const s of QUALITY_STRATEGIES) expect(text).toContain(s);

@@ -41,6 +41,7 @@ Napi::Function NativeWorld::Init(Napi::Env env) {
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::Gather>>("gather"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::Ghosts>>("ghosts"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::Info>>("info"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::SetCaps>>("setCaps"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::OutputViews>>("outputViews"),
                          InstanceMethod<&NativeWorld::Close>("close"),
                      });

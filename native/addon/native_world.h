@@ -103,12 +103,14 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   // native_world_tick.cpp
   Napi::Value Tick(const Napi::CallbackInfo& info);
 
-  // native_world_introspection.cpp: the snapshot, a gather, a ghost table, the world's info.
+  // native_world_introspection.cpp: the snapshot, a gather, a ghost table, the world's info, the
+  // caps in use.
   Napi::Value RebuildSnapshot(const Napi::CallbackInfo& info);
   Napi::Value SnapshotInfo(const Napi::CallbackInfo& info);
   Napi::Value Gather(const Napi::CallbackInfo& info);
   Napi::Value Ghosts(const Napi::CallbackInfo& info);
   Napi::Value Info(const Napi::CallbackInfo& info);
+  Napi::Value SetCaps(const Napi::CallbackInfo& info);
 
   std::unique_ptr<World> world_;
   AddonData* data_ = nullptr;

@@ -1,5 +1,5 @@
 // NativeWorld: what tests and tools read of the engine: the snapshot, a gather, a viewer's ghost
-// table, the world's info.
+// table, the world's info; and the caps the pass uses (setCaps).
 #include "native_world.h"
 
 #include <algorithm>
@@ -105,7 +105,23 @@ Napi::Value NativeWorld::Info(const Napi::CallbackInfo& info) {
   o.Set("tick", Napi::Number::New(env, world_->tick()));
   o.Set("externalBuffers", Napi::Boolean::New(env, external_));
   o.Set("running", Napi::Boolean::New(env, running_));
+  o.Set("walkCap", Napi::Number::New(env, world_->walkCap()));
+  o.Set("ghostCap", Napi::Number::New(env, world_->ghostCap()));
   return o;
+}
+
+// setCaps(walkCap, ghostCap): the caps the pass uses from the next tick on (integers; the engine
+// checks their range). Not during a pass.
+Napi::Value NativeWorld::SetCaps(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  requireIdle(env, "setCaps");
+  const double walk = numberArg(info, 0, "walkCap"), ghost = numberArg(info, 1, "ghostCap");
+  for (const auto& [name, v] : {std::pair{"walkCap", walk}, std::pair{"ghostCap", ghost}}) {
+    if (!(v >= 1 && v <= 4294967295.0) || v != std::floor(v))
+      throw codedError(env, "ERR_SIGHTLINE_INVALID_ARGUMENT", std::string(name) + " must be an integer from 1 to the config's " + name + ", received " + num(v));
+  }
+  guarded(env, [&] { world_->setCaps(uint32_t(walk), uint32_t(ghost)); return 0; });
+  return env.Undefined();
 }
 
 }  // namespace sightline::addon

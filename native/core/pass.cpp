@@ -122,33 +122,35 @@ void World::serve(Viewer& v, Scratch& s) {
   if (v.hasBox && !(box == v.box)) ++st.subscriptionChanges;
   v.box = box, v.hasBox = true;
 
-  // Capped gather, then the nearest ghostCap candidates (distance, then gather order) are eligible.
+  // Capped gather, then the nearest ghostCap candidates (distance, then gather order) are eligible
+  // (the caps in use: setCaps may have lowered them).
   const uint64_t* candD2 = s.candD2.data();
   const uint32_t* candIndex = s.candIndex.data();
   const uint64_t* candIdOdo = s.candIdOdo.data();
-  GatherResult g = gather(snap, GatherQuery{v.vx, v.vy, v.viewRadiusSq, v.cellRadius, c.walkCap, v.avatarId, v.groups},
+  GatherResult g = gather(snap, GatherQuery{v.vx, v.vy, v.viewRadiusSq, v.cellRadius, walkCap_, v.avatarId, v.groups},
                           Candidates{s.candD2.data(), s.candIndex.data(), s.candIdOdo.data()});
   st.candidates += g.count;
   st.examined += g.examined;
   uint32_t n = g.count;
   uint32_t* eligible = s.eligible.data();
-  const bool allEligible = n <= c.ghostCap;
+  const uint32_t ghostCap = ghostCap_;
+  const bool allEligible = n <= ghostCap;
   if (!allEligible) {
     // The nearest ghostCap: first by a band of +-1/32 around last pass's threshold distance (it
     // moves little from one pass to the next), else by the radix select.
     auto d2Of = [candD2](uint32_t i) { return candD2[i]; };
     auto nearer = [candD2](uint32_t i, uint32_t j) { return candD2[i] != candD2[j] ? candD2[i] < candD2[j] : i < j; };
     const uint64_t hint = v.eligibleHint;
-    if (hint == 0 || !keepSmallestNear(n, c.ghostCap, eligible, s.indices.data(), hint - (hint >> 5), hint + (hint >> 5),
+    if (hint == 0 || !keepSmallestNear(n, ghostCap, eligible, s.indices.data(), hint - (hint >> 5), hint + (hint >> 5),
                                        d2Of, nearer, &v.eligibleHint, candD2)) {
       logBuckets(candD2, n, false, s.buckets.data());
-      keepSmallest(n, c.ghostCap, eligible, s.buckets.data(), s.indices.data(),
+      keepSmallest(n, ghostCap, eligible, s.buckets.data(), s.indices.data(),
                    [candD2](uint32_t i, uint32_t b) { return subBucket(candD2[i], b); }, nearer);
       uint64_t farthest = 0;
-      for (uint32_t i = 0; i < c.ghostCap; ++i) farthest = std::max(farthest, candD2[eligible[i]]);
+      for (uint32_t i = 0; i < ghostCap; ++i) farthest = std::max(farthest, candD2[eligible[i]]);
       v.eligibleHint = farthest;
     }
-    n = c.ghostCap;
+    n = ghostCap;
   }
   st.eligible += n;
 

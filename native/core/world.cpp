@@ -27,7 +27,22 @@ void TickStats::add(const TickStats& o) {
 }
 
 World::World(const Config& config, uint32_t capacity, bool recordGhostPositions)
-    : config_(config), store_(capacity), snapshot_(config_), recordGhostPositions_(recordGhostPositions) {}
+    : config_(config),
+      store_(capacity),
+      snapshot_(config_),
+      recordGhostPositions_(recordGhostPositions),
+      walkCap_(config.walkCap),
+      ghostCap_(config.ghostCap) {}
+
+void World::setCaps(uint32_t walkCap, uint32_t ghostCap) {
+  if (walkCap < 1 || walkCap > config_.walkCap)
+    throw CoreError("ERR_SIGHTLINE_INVALID_ARGUMENT", "walkCap must be an integer from 1 to the config's walkCap (" +
+                                                          std::to_string(config_.walkCap) + "), received " + std::to_string(walkCap));
+  if (ghostCap < 1 || ghostCap > config_.ghostCap)
+    throw CoreError("ERR_SIGHTLINE_INVALID_ARGUMENT", "ghostCap must be an integer from 1 to the config's ghostCap (" +
+                                                          std::to_string(config_.ghostCap) + "), received " + std::to_string(ghostCap));
+  walkCap_ = walkCap, ghostCap_ = ghostCap;
+}
 
 void World::addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked) {
   if (!avatarChecked) store_.checkedSlot(avatarId);

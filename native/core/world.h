@@ -356,6 +356,14 @@ class World {
   // over no more viewers than this runs on the calling thread alone.
   static constexpr uint32_t kViewersPerChunk = 16;
 
+  // The walk and ghost caps the pass uses: the config's unless lowered (an overload governor's
+  // lever). setCaps: walkCap from 1 to config.walkCap, ghostCap from 1 to config.ghostCap (the
+  // ghost tables keep their size, 2 x config.ghostCap); not during a pass. Throws
+  // ERR_SIGHTLINE_INVALID_ARGUMENT, leaving both as they were.
+  void setCaps(uint32_t walkCap, uint32_t ghostCap);
+  uint32_t walkCap() const { return walkCap_; }
+  uint32_t ghostCap() const { return ghostCap_; }
+
   const TickStats& stats() const { return stats_; }
   // The tick's output: two buffers used alternately, so one tick's packets stay intact while the
   // next tick's pass runs. Each due viewer's packet is [outOffset, outOffset + outLength).
@@ -421,6 +429,7 @@ class World {
   std::unordered_map<uint32_t, Viewer*> spareIndexNodes_;
   uint32_t spareKey_ = 0;
   bool recordGhostPositions_;
+  uint32_t walkCap_, ghostCap_;  // in use by the pass (setCaps)
   uint32_t phaseCounter_ = 0;
   uint32_t tick_ = 0;
   std::shared_ptr<OutputBlock> output_[2];

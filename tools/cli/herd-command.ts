@@ -42,6 +42,8 @@ export function registerHerdCommand(program: Command): Command {
         integerOption(1, NET_MAX_CLIENTS),
       ),
     )
+    .option('--no-governor', "run without the tick governor (run()'s load shedding, on by default)")
+    .option('--congestion', 'congestion control for the UDP clients (with --net udp)', false)
     .option('--web', 'serve the live page: a browser joins as a WebSocket client and draws what it believes next to the truth', false)
     .addOption(new Option('--web-port <n>', 'port of the live page (0 = a free one)').argParser(integerOption(0, 65535)).default(HERD_WEB_PORT))
     .addOption(new Option('--web-host <address>', 'address the live page is served on').default(HERD_WEB_HOST))
@@ -59,6 +61,7 @@ export function registerHerdCommand(program: Command): Command {
         });
       }
       if (opts.clients !== undefined && !networked) throw flagError(`error: option '--clients <n>' needs --net udp`);
+      if (opts.congestion === true && !networked) throw flagError(`error: option '--congestion' needs --net udp`);
       if (!opts.web && (command.getOptionValueSource('webPort') === 'cli' || command.getOptionValueSource('webHost') === 'cli')) {
         throw flagError(`error: options '--web-port' and '--web-host' need --web`);
       }

@@ -1,5 +1,5 @@
 // The herd report as text: the table `sightline herd` prints without --json.
-import { HEADER_BYTES, RECORD_BYTES } from 'sightline';
+import { GOVERNOR_LEVELS, HEADER_BYTES, RECORD_BYTES } from 'sightline';
 import { TARGETS } from '../herd/metrics.js';
 import type { NetworkReport } from '../herd/net-herd.js';
 import type { HerdReport } from '../herd/run.js';
@@ -66,7 +66,9 @@ export function formatHerdReport(r: HerdReport): string {
     const e = m.eventLoopDelayMs;
     rows.push(['event-loop delay p50 / p99 / max', `${ms(e.p50)} / ${ms(e.p99)} / ${ms(e.max)}`]);
   }
+  rows.push('rule', ...governorRows(r.loop.governor));
   rows.push('rule', ...gcRows(r.gc));
+  if (r.congestion) rows.push('rule', ...congestionRows(r.congestion));
   if (r.network) rows.push('rule', ...networkRows(r.network));
   if (r.web) {
     const w = r.web.server;
@@ -86,6 +88,33 @@ export function formatHerdReport(r: HerdReport): string {
     `${r.config.payloadBytes}-byte packets (${slotsText(r.config)}), walk cap ${r.config.walkCap}, ghost cap ${r.config.ghostCap}; set-up ${fmt(r.setupMs)} ms`;
   const verdict = m.targets.allMet ? 'targets met' : 'targets MISSED';
   return `${head}\n\n${renderTable(rows)}\n\n  ${verdict} (p50 ≤ ${TARGETS.passP50Ms} ms, p99 ≤ ${TARGETS.passP99Ms} ms, no late ticks)\n`;
+}
+
+/** The rows of a herd report's governor section: what it shed. */
+function governorRows(g: HerdReport['loop']['governor']): Row[] {
+  if (!g.enabled) return [['tick governor', 'off (--no-governor)']];
+  const ticks = g.ticksAtLevel.reduce((a, b) => a + b, 0);
+  const shed = g.ticksAtLevel.slice(1).reduce((a, b) => a + b, 0);
+  const rows: Row[] = [
+    ['tick governor', shed === 0 ? 'on, nothing shed' : `on, shed on ${fmt(shed)} of ${fmt(ticks)} ticks`],
+    ['  ticks at level 0 / 1 / 2 / 3 / 4 / 5', Array.from({ length: GOVERNOR_LEVELS.length }, (_, i) => fmt(g.ticksAtLevel[i] ?? 0)).join(' / ')],
+    ['  level changes, lowest load factor', `${fmt(g.changes)}, ${fmt(g.minLoadFactor, 3)}`],
+  ];
+  const f = g.final;
+  if (f && f.level > 0) {
+    rows.push(['  at the end', `level ${f.level}: ${GOVERNOR_LEVELS[f.level]}`]);
+    rows.push(['  viewers slowed (low-priority), caps', `${fmt(f.slowedViewers)} (${fmt(f.lowPriorityViewers)}), walk ${fmt(f.walkCap)} / ghost ${fmt(f.ghostCap)}`]);
+    if (f.payloadScale < 1 || f.radiusScale < 1) rows.push(['  packet size, view radius', `× ${fmt(f.payloadScale, 2)}, × ${fmt(f.radiusScale, 2)}`]);
+  }
+  return rows;
+}
+
+/** The rows of a herd report's congestion-control section. */
+function congestionRows(c: NonNullable<HerdReport['congestion']>): Row[] {
+  return [
+    ['congestion control: clients tracked / in bad mode', `${fmt(c.tracked)} / ${fmt(c.bad)} (${fmt(c.congestions)} congestions)`],
+    ['  RTT mean, loss mean / max', `${c.meanRttMs === null ? '-' : `${fmt(c.meanRttMs, 1)} ms`}, ${fmt(c.meanLoss * 100, 1)}% / ${fmt(c.maxLoss * 100, 1)}%`],
+  ];
 }
 
 /** The rows of a herd report's garbage-collection section. */

@@ -20,6 +20,7 @@ interface QualityCommandOptions {
   ghostCap: number | undefined;
   extrapolateTicks: number | undefined;
   observe: 'in-range' | 'gathered' | undefined;
+  governorLevel: number;
   json: boolean;
   progress: boolean;
 }
@@ -48,6 +49,7 @@ export function registerQualityCommand(program: Command): Command {
     .addOption(new Option('--walk-cap <n>', 'walkCap of the world (default 256)').argParser(integerOption(1, 1 << 30)))
     .addOption(new Option('--ghost-cap <n>', 'ghostCap of the world (default 256)').argParser(integerOption(1, 16_384)))
     .addOption(new Option('--observe <set>', "compare over every entity in range, or over the gather's candidates (default: gathered for umwelt, as umwelt-rs does; else in-range)").choices(['in-range', 'gathered']))
+    .addOption(new Option('--governor-level <n>', "hold the tick governor's levers at this level (0 to 5) from the first tick on").argParser(integerOption(0, 5)).default(0))
     .addOption(new Option('--extrapolate-ticks <n>', 'furthest ahead the extrapolated figures predict, ticks (default 20)').argParser(integerOption(0, 10_000)))
     .option('--json', 'print the report as one JSON object on stdout, nothing else', false)
     .option('--no-progress', 'no live progress line')
@@ -93,6 +95,7 @@ export function registerQualityCommand(program: Command): Command {
           config,
           extrapolate: opts.extrapolateTicks === undefined ? {} : { maxTicks: opts.extrapolateTicks },
           observe: opts.observe,
+          governorLevel: opts.governorLevel,
           onProgress: progress
             ? (done, total) => {
                 const now = performance.now();

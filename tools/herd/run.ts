@@ -33,6 +33,10 @@ export interface HerdCommandOptions {
   seed: number;
   overrun: OverrunPolicy;
   sample: number;
+  /** The tick governor of run() (default true; `--no-governor`). */
+  governor?: boolean;
+  /** Congestion control for the UDP clients (`--congestion`, with `net: 'udp'`). Default false. */
+  congestion?: boolean;
   json: boolean;
   progress: boolean;
 }
@@ -76,6 +80,19 @@ export interface HerdReport {
    * and with `node --expose-gc` the heap after a forced collection before and after the run.
    */
   gc: GcReport;
+  /**
+   * With `congestion`: congestion control over the UDP clients at the end of the run (clients
+   * tracked, in bad mode, times they went to bad mode, mean smoothed RTT and loss, the highest
+   * loss); else null.
+   */
+  congestion: {
+    readonly tracked: number;
+    readonly bad: number;
+    readonly congestions: number;
+    readonly meanRttMs: number | null;
+    readonly meanLoss: number;
+    readonly maxLoss: number;
+  } | null;
   /** With `--net udp`: the server, the bot clients, perceived error and event delivery; else null. */
   network: NetworkReport | null;
   /** With `--web`: the page's address, the pages that joined and the WebSocket server's counters; else null. */
@@ -133,7 +150,8 @@ export async function runHerd(
     );
   }
   const config = networked ? WorldConfig.build({ eventReserveBytes: NET_EVENT_RESERVE_BYTES }) : WorldConfig.build();
-  const world = new World(config, { capacity: counts.entities, threads: options.threads });
+  const congestion = networked && options.congestion === true;
+  const world = new World(config, { capacity: counts.entities, threads: options.threads, congestion });
   const herd = createHerd(world, { scenario: options.scenario, entities: counts.entities, viewers, seed: options.seed });
   const setupMs = performance.now() - started;
   const net = networked
@@ -156,6 +174,7 @@ export async function runHerd(
   const gc = new GcMonitor();
   let interrupted = false;
   let network: NetworkReport | null = null;
+  let congestionReport: HerdReport['congestion'] = null;
   let webReport: WebReport | null = null;
   try {
     metrics = new TickMetrics(world, { entities: herd.ids, sampleViewers: options.sample });
@@ -171,6 +190,7 @@ export async function runHerd(
       },
       overrun: options.overrun,
       ticks: ticksDue,
+      governor: options.governor !== false,
     });
     const timer = setTimeout(() => void loop.stop(), totalMs);
     const interrupt = (): void => {
@@ -190,6 +210,7 @@ export async function runHerd(
     } finally {
       process.removeListener('SIGINT', interrupt);
     }
+    if (congestion) congestionReport = summarizeCongestion(world, herd.ids.subarray(viewers, viewers + clients));
   } finally {
     webReport = web?.report() ?? null;
     await web?.close();
@@ -222,7 +243,33 @@ export async function runHerd(
     loop: summary,
     metrics: metrics.report(summary),
     gc: gc.report(),
+    congestion: congestionReport,
     network,
     web: webReport,
   };
+}
+
+// Congestion control's figures over the networked clients' viewers.
+function summarizeCongestion(world: World, avatars: ArrayLike<number>): NonNullable<HerdReport['congestion']> {
+  let tracked = 0;
+  let bad = 0;
+  let congestions = 0;
+  let rttSum = 0;
+  let rttN = 0;
+  let lossSum = 0;
+  let maxLoss = 0;
+  for (let i = 0; i < avatars.length; i++) {
+    const s = world.hasViewer(avatars[i]) ? world.congestionStats(avatars[i]) : null;
+    if (s === null) continue;
+    tracked++;
+    if (s.mode === 'bad') bad++;
+    congestions += s.congestions;
+    if (s.rttMs !== null) {
+      rttSum += s.rttMs;
+      rttN++;
+    }
+    lossSum += s.loss;
+    maxLoss = Math.max(maxLoss, s.loss);
+  }
+  return { tracked, bad, congestions, meanRttMs: rttN === 0 ? null : rttSum / rttN, meanLoss: tracked === 0 ? 0 : lossSum / tracked, maxLoss };
 }

@@ -79,7 +79,8 @@ export function formatQualityReport(r: QualityReport): string {
     `region ${c.regionSize} m, view radius ${c.viewRadius} m, ${c.payloadBytes}-byte packets (${c.slotsPerPacket} update slots), ` +
     `walk cap ${c.walkCap === UNCAPPED_WALK ? 'uncapped' : c.walkCap}, ghost cap ${c.ghostCap}, grace ${c.graceTicks} passes\n` +
     `compared with the truth ${measured}, every viewer, just before and just after each tick's packet, over ${r.observe === 'gathered' ? "the candidates the engine's gather returned" : 'every entity in range'} (${num(r.meanInRange, 1)} per viewer, mean); ` +
-    `errors and staleness cover entities the client holds; extrapolated: from the two newest updates, at most ${num(r.extrapolate.maxTicks, 0)} ticks ahead; wall ${num(r.wallMs / 1000, 1)} s`;
+    `errors and staleness cover entities the client holds; extrapolated: from the two newest updates, at most ${num(r.extrapolate.maxTicks, 0)} ticks ahead; ` +
+    `${r.governorLevel === 0 ? '' : `governor level ${r.governorLevel} held; `}pass ${num(r.meanPassMs, 2)} ms a tick (mean), ${num(r.meanServed, 1)} viewers served; wall ${num(r.wallMs / 1000, 1)} s`;
   const published = ref.map((v) => num(v, 2)).join(' / ');
   const foot = alike
     ? `  ¹ published figures: ${r.reference.source}: the same scenario and counts, measured at the same moment\n` +

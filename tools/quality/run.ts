@@ -8,7 +8,18 @@
 // Every strategy produces wire-format packets that the client side decodes with decodePacketRaw
 // and applies the same way (despawns remove, updates create or move), so only the choice of
 // records differs.
-import { SightlineError, World, WorldConfig, createRawPacket, decodePacketRaw, describeValue as describe, readOptions, type RawPacket } from 'sightline';
+import {
+  GovernorLevers,
+  SightlineError,
+  World,
+  WorldConfig,
+  createRawPacket,
+  decodePacketRaw,
+  describeValue as describe,
+  readGovernor,
+  readOptions,
+  type RawPacket,
+} from 'sightline';
 import { readExtrapolation } from 'sightline/net';
 import { BandStats } from './band-stats.js';
 import { BaselinePackets } from './baselines.js';
@@ -68,6 +79,7 @@ const QUALITY_OPTIONS = [
   'config',
   'extrapolate',
   'observe',
+  'governorLevel',
   'onProgress',
   'signal',
 ] as const;
@@ -108,6 +120,7 @@ function differences(r: Omit<QualityReport, 'differences' | 'wallMs'>): string[]
   for (const [name, ours, theirs] of pairs) if (ours !== theirs) out.push(`${name}: ${ours}, umwelt-rs's run ${theirs}`);
   if (r.measureEvery !== 1) out.push(`measured every ${r.measureEvery} ticks, umwelt-rs's every tick`);
   if (r.observe !== 'gathered') out.push("compared over every entity in range, umwelt-rs's over the candidates its gather returned");
+  if (r.governorLevel !== 0) out.push(`the tick governor's level ${r.governorLevel} held`);
   return out;
 }
 
@@ -156,6 +169,7 @@ export async function runQuality(qualityOptions: QualityOptions = {}): Promise<Q
   const extrapolation = readExtrapolation(options.extrapolate ?? true)!;
   const observe: QualityObserve = options.observe ?? (scenario === 'umwelt' ? 'gathered' : 'in-range');
   if (observe !== 'in-range' && observe !== 'gathered') invalid(`observe must be in-range or gathered, received ${describe(observe)}`);
+  const governorLevel = checkInt('governorLevel', options.governorLevel ?? 0, 0, 5);
   const config = WorldConfig.build(options.config);
 
   const world = new World(config, { capacity: entities, threads });
@@ -229,6 +243,8 @@ export async function runQuality(qualityOptions: QualityOptions = {}): Promise<Q
 
     let measuredTicks = 0;
     let inRangeSum = 0;
+    let passMsSum = 0;
+    let servedSum = 0;
     let ticksRun = 0;
     for (let t = 1; t <= ticks; t++) {
       if (signal?.aborted) break;
@@ -236,6 +252,7 @@ export async function runQuality(qualityOptions: QualityOptions = {}): Promise<Q
       pop.step();
       const result = await world.tick();
       const tick = result.tick;
+      if (t === 1 && governorLevel > 0) new GovernorLevers(world, readGovernor({}, config.tickHz)!).apply(governorLevel, result);
       grid.rebuild();
       packetOf.fill(-1);
       for (let i = 0; i < result.count; i++) {
@@ -244,7 +261,11 @@ export async function runQuality(qualityOptions: QualityOptions = {}): Promise<Q
       }
 
       const measure = t > warmupTicks && (t - warmupTicks - 1) % measureEvery === 0;
-      if (measure) measuredTicks++;
+      if (measure) {
+        measuredTicks++;
+        passMsSum += result.stats.passMicros / 1000;
+        servedSum += result.stats.served;
+      }
       for (let v = 0; v < V; v++) {
         const self = viewerIndex[v];
         const vs = slots[self];
@@ -309,6 +330,9 @@ export async function runQuality(qualityOptions: QualityOptions = {}): Promise<Q
     });
 
     const report: Omit<QualityReport, 'differences' | 'wallMs'> = {
+      governorLevel,
+      meanPassMs: measuredTicks === 0 ? 0 : passMsSum / measuredTicks,
+      meanServed: measuredTicks === 0 ? 0 : servedSum / measuredTicks,
       command: 'quality',
       scenario,
       entities,

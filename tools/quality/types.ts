@@ -100,6 +100,12 @@ export interface QualityOptions {
    * left out). Default `'gathered'` for the umwelt scenario, else `'in-range'`.
    */
   observe?: QualityObserve;
+  /**
+   * Holds the tick governor's levers at this level (0 to 5, GOVERNOR_LEVELS) from the end of the
+   * first tick on, as run() would under load: what each level costs in error, and (`meanPassMs`)
+   * saves in time. Default 0.
+   */
+  governorLevel?: number;
   /** Called after every tick with the ticks done and the total. */
   onProgress?: (done: number, total: number) => void;
   /**
@@ -208,6 +214,12 @@ export interface QualityReport {
    * themselves, one point a line (the scenario, counts, configuration, moment). Empty when none.
    */
   readonly differences: readonly string[];
+  /** The governor level held (0: none). */
+  readonly governorLevel: number;
+  /** The engine's pass (stats.passMicros) per tick, mean over the measured ticks, ms. */
+  readonly meanPassMs: number;
+  /** Viewers served per tick, mean over the measured ticks. */
+  readonly meanServed: number;
   /** Wall time of the run, ms. */
   readonly wallMs: number;
 }

@@ -1,0 +1,105 @@
+// The tick governor's levers on a World: per-viewer send periods, packet sizes and view radii
+// (through the World's shedding of viewer settings) and the engine's walk and ghost caps. Applied
+// between ticks, as inputs of the next one.
+import type { GovernorSettings } from './governor.js';
+import { NO_SHED, type Shed } from './shedding.js';
+import type { TickResult } from './tick-result.js';
+import type { World } from './world.js';
+import type { EntityId } from './world-types.js';
+
+/** What the levers shed at the level in force (in the loop's summary and the herd report). */
+export interface GovernorShed {
+  /** The level in force. */
+  readonly level: number;
+  /** Viewers served less often than their own send period. */
+  readonly slowedViewers: number;
+  /** Of those, the low-priority ones (marked, or the least active half). */
+  readonly lowPriorityViewers: number;
+  /** The caps in use. */
+  readonly walkCap: number;
+  readonly ghostCap: number;
+  /** Packet size scale and view radius scale in force, (0, 1]. */
+  readonly payloadScale: number;
+  readonly radiusScale: number;
+}
+
+/** The per-viewer shed of a level, for a low-priority viewer or another. */
+export function shedAt(level: number, lowPriority: boolean): Shed {
+  const period = level >= 5 ? (lowPriority ? 4 : 2) : level >= 1 && lowPriority ? 2 : 1;
+  const payload = level >= 3 ? 0.75 : 1;
+  const radius = level >= 4 ? 0.75 : 1;
+  return period === 1 && payload === 1 && radius === 1 ? NO_SHED : { period, payload, radius };
+}
+
+/**
+ * Applies governor levels to one World. The low-priority set is chosen when shedding starts
+ * (level 0 → above) and kept until it ends: the viewers `lowPriority` marks, or, without it, the
+ * half of the viewers with the fewest update records in the last tick's packets (a viewer without
+ * a packet then counts 0; ties: lower id first). Viewers added while shedding are left alone until
+ * the next level change.
+ */
+export class GovernorLevers {
+  readonly #world: World;
+  readonly #settings: GovernorSettings;
+  #level = 0;
+  #low = new Set<EntityId>();
+  #shed: GovernorShed;
+
+  constructor(world: World, settings: GovernorSettings) {
+    this.#world = world;
+    this.#settings = settings;
+    const caps = world.caps;
+    this.#shed = { level: 0, slowedViewers: 0, lowPriorityViewers: 0, walkCap: caps.walkCap, ghostCap: caps.ghostCap, payloadScale: 1, radiusScale: 1 };
+  }
+
+  get shed(): GovernorShed {
+    return this.#shed;
+  }
+
+  /** Puts `level` in force for the next tick; `last`: the last tick's result (still valid), for the activity ranking. */
+  apply(level: number, last: TickResult | undefined): void {
+    const world = this.#world;
+    const ids = world.viewerIds();
+    if (this.#level === 0 && level > 0) this.#low = this.#chooseLow(ids, last);
+    if (level === 0) this.#low = new Set();
+    const shedding = world.shedding;
+    let slowed = 0;
+    let lowCount = 0;
+    for (const v of ids) {
+      const low = this.#low.has(v);
+      const shed = shedAt(level, low);
+      shedding.set('governor', v, shed);
+      if (shed.period > 1) slowed++;
+      if (low) lowCount++;
+    }
+    const c = world.config;
+    const walkCap = level >= 2 ? Math.max(1, Math.ceil(c.walkCap / 2)) : c.walkCap;
+    const ghostCap = level >= 2 ? Math.max(1, Math.ceil(c.ghostCap / 2)) : c.ghostCap;
+    const caps = world.caps;
+    if (caps.walkCap !== walkCap || caps.ghostCap !== ghostCap) world.setCaps({ walkCap, ghostCap });
+    this.#level = level;
+    this.#shed = {
+      level,
+      slowedViewers: slowed,
+      lowPriorityViewers: lowCount,
+      walkCap,
+      ghostCap,
+      payloadScale: level >= 3 ? 0.75 : 1,
+      radiusScale: level >= 4 ? 0.75 : 1,
+    };
+  }
+
+  #chooseLow(ids: Uint32Array, last: TickResult | undefined): Set<EntityId> {
+    const mark = this.#settings.lowPriority;
+    if (mark !== undefined) return new Set(Array.from(ids).filter((v) => mark(v)));
+    const records = new Map<EntityId, number>();
+    if (last !== undefined && last.valid) {
+      for (let i = 0; i < last.count; i++) {
+        const b = last.bytesAt(i);
+        records.set(last.viewerAt(i), b.length >= 16 ? b[14] | (b[15] << 8) : 0);
+      }
+    }
+    const ranked = Array.from(ids).sort((a, b) => (records.get(a) ?? 0) - (records.get(b) ?? 0) || a - b);
+    return new Set(ranked.slice(0, Math.floor(ranked.length / 2)));
+  }
+}
