@@ -1,51 +1,42 @@
-// The C++ engine benchmark (bench/core/bench.cpp) from bench/run.mjs: built on demand into
-// bench/out/bench-core, run once per configuration, its JSON line parsed.
+// The C++ engine benchmark (bench/core/bench.cpp) from bench/run.mjs: built with CMake (the release
+// preset of CMakePresets.json, target sightline_bench) into build-cmake/release/native/bench-core,
+// run once per configuration, its JSON line parsed.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Path of the benchmark binary. */
-export const CORE_BINARY = join(root, 'bench', 'out', 'bench-core');
+export const CORE_BINARY = join(root, 'build-cmake', 'release', 'native', 'bench-core');
 
-/** The build command, as run (relative to the repository root). */
-export const CORE_BUILD_COMMAND =
-  'g++ -std=c++20 -O3 -Inative/core native/core/*.cpp bench/core/bench.cpp -o bench/out/bench-core -lpthread';
-
-function sources() {
-  const dir = join(root, 'native', 'core');
-  const files = readdirSync(dir)
-    .filter((f) => f.endsWith('.cpp') || f.endsWith('.h'))
-    .map((f) => join(dir, f));
-  files.push(join(root, 'bench', 'core', 'bench.cpp'));
-  return files;
-}
+/** The build command, as run (in the repository root). */
+export const CORE_BUILD_COMMAND = 'cmake --preset release && cmake --build --preset bench';
 
 /**
- * Builds the binary when it is missing or older than a source. Returns null on success, else the
- * compiler's message.
+ * Builds the binary: configures the release tree when it has not been, then builds the target,
+ * which recompiles what a changed source touches (and configures again when native/CMakeLists.txt
+ * or the list of sources changed). Returns null on success, else what went wrong (the compiler's
+ * first error lines, or that cmake is missing).
  * @param {(line: string) => void} log
  * @returns {string | null}
  */
 export function buildCore(log) {
-  const srcs = sources();
-  if (existsSync(CORE_BINARY)) {
-    const built = statSync(CORE_BINARY).mtimeMs;
-    if (srcs.every((f) => statSync(f).mtimeMs <= built)) return null;
+  const configured = existsSync(join(root, 'build-cmake', 'release', 'CMakeCache.txt'));
+  const steps = configured ? [['--build', '--preset', 'bench']] : [['--preset', 'release'], ['--build', '--preset', 'bench']];
+  log(`building ${CORE_BINARY} (${configured ? 'cmake --build --preset bench' : CORE_BUILD_COMMAND})`);
+  for (const args of steps) {
+    try {
+      execFileSync('cmake', args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (e) {
+      if (e.code === 'ENOENT') return 'cmake is not installed (bench/core builds with CMake 3.25 or later and Ninja: CMakePresets.json)';
+      const out = `${e.stdout ?? ''}\n${e.stderr ?? ''}`.split('\n').filter((l) => l.trim() !== '');
+      const errors = out.filter((l) => /error|not found|CMake Error/i.test(l));
+      return (errors.length > 0 ? errors : out.length > 0 ? out : [String(e.message)]).slice(0, 5).join('\n');
+    }
   }
-  mkdirSync(dirname(CORE_BINARY), { recursive: true });
-  log(`building ${CORE_BINARY} (${CORE_BUILD_COMMAND})`);
-  const cpp = srcs.filter((f) => f.endsWith('.cpp'));
-  try {
-    execFileSync('g++', ['-std=c++20', '-O3', `-I${join(root, 'native', 'core')}`, ...cpp, '-o', CORE_BINARY, '-lpthread'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    return null;
-  } catch (e) {
-    return String(e.stderr ?? e.message).trim().split('\n').slice(0, 5).join('\n');
-  }
+  return null;
 }
 
 /**
@@ -59,7 +50,7 @@ export function runCore(args) {
   return JSON.parse(line);
 }
 
-// As a command (npm run bench:core -- [options]): builds the binary when a source is newer, then
+// As a command (npm run bench:core -- [options]): brings the binary up to date (buildCore), then
 // runs it with the given options.
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const err = buildCore((m) => process.stderr.write(`[bench:core] ${m}\n`));

@@ -1,8 +1,9 @@
-// The one module that finds and loads the native addon: a prebuild from prebuilds/ when one matches
-// this platform, else the locally compiled build/Release. Nothing else knows where binaries live.
+// The one module that finds and loads the native addon: the file SIGHTLINE_ADDON names when it is
+// set, else a prebuild from prebuilds/ when one matches this platform, else the locally compiled
+// build/Release. Nothing else knows where binaries live.
 import { createRequire } from 'node:module';
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { WorldConfig } from './config.js';
 import { SightlineError } from './errors.js';
@@ -223,7 +224,41 @@ function packageRoot(): string {
 
 const nodeGypBuild = require('node-gyp-build') as (dir: string) => unknown;
 
+/**
+ * The environment variable naming an addon file to load instead of the package's own (a path to a
+ * `.node` file; a relative one is resolved against the current directory). It is for builds of the
+ * same sources made otherwise, such as the AddressSanitizer build the tests run against
+ * (`npm run test:asan-addon`). Unset or empty: the prebuild, else build/Release.
+ */
+export const ADDON_OVERRIDE_VARIABLE = 'SIGHTLINE_ADDON';
+
+// The addon SIGHTLINE_ADDON names: ERR_SIGHTLINE_NO_ADDON when it does not load, or is not this
+// package's addon.
+function loadOverride(named: string): NativeBinding {
+  const file = resolve(named);
+  let binding: unknown;
+  try {
+    binding = require(file);
+  } catch (e) {
+    throw new SightlineError(
+      'ERR_SIGHTLINE_NO_ADDON',
+      `sightline: ${ADDON_OVERRIDE_VARIABLE} is ${JSON.stringify(named)} (${file}), which did not load as a Node addon; ` +
+        `set it to a built sightline.node, or unset it to load the package's own addon. Cause: ${e instanceof Error ? e.message : String(e)}`,
+    );
+  }
+  if (!Array.isArray((binding as Partial<NativeBinding> | null)?.tickMetaFields)) {
+    throw new SightlineError(
+      'ERR_SIGHTLINE_NO_ADDON',
+      `sightline: ${ADDON_OVERRIDE_VARIABLE} is ${JSON.stringify(named)} (${file}), which loaded but is not sightline's addon ` +
+        '(it exports no tickMetaFields); set it to a built sightline.node, or unset it',
+    );
+  }
+  return binding as NativeBinding;
+}
+
 function loadAddon(): NativeBinding {
+  const named = process.env[ADDON_OVERRIDE_VARIABLE];
+  if (named !== undefined && named !== '') return loadOverride(named);
   try {
     return nodeGypBuild(packageRoot()) as NativeBinding;
   } catch (e) {

@@ -36,7 +36,9 @@ describe('sightline herd', () => {
     // 20 ticks are due; the run is cut at 1 s of wall-clock time, so a slow machine runs fewer.
     const m = report.metrics;
     expect(m.ticks).toBe(report.loop.ticks);
-    expect(m.ticks).toBeGreaterThanOrEqual(15);
+    // Against the instrumented addon (npm run test:asan-addon, SIGHTLINE_ADDON set) a tick takes
+    // several times longer, so fewer of the 20 fit in the second; the report's shape is still checked.
+    expect(m.ticks).toBeGreaterThanOrEqual(process.env.SIGHTLINE_ADDON ? 1 : 15);
     expect(m.ticks).toBeLessThanOrEqual(20);
     expect(['completed', 'stopped']).toContain(report.loop.reason);
     expect(m.seconds).toBeGreaterThan(0.9);

@@ -142,6 +142,10 @@ describe('runQuality', () => {
     expect(l5.differences).toContain("the tick governor's level 5 held");
     expect(formatQualityReport(l5)).toContain('governor level 5 held');
     expect(l0.meanPassMs).toBeGreaterThan(0);
+    // Level 2 halves the walk cap: each pass examines fewer entities.
+    const l2 = await runQuality({ ...base, governorLevel: 2 });
+    expect(l2.meanExamined).toBeLessThan(0.75 * l0.meanExamined);
+    expect(l2.meanCandidates).toBeLessThanOrEqual(l2.meanExamined);
     await expect(runQuality({ ...base, governorLevel: 6 })).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_INVALID_QUALITY_OPTION' });
   });
 

@@ -114,6 +114,10 @@ void ThreadPool::parallelFor(uint32_t count, uint32_t grain, const Body& fn) {
     fn(0, count, 0);  // inline: exceptions propagate directly
     return;
   }
+  // Before the new generation is published: a worker still awake from the last loop (between its
+  // last chunk and its wait) takes the new one at once, and must already have its new CPUs, or it
+  // runs chunks on the caller's CPU until the affinity call catches up with it.
+  keepWorkersOffCallerCpu();
   {
     std::lock_guard<std::mutex> lock(m_);
     body_ = &fn;
@@ -125,7 +129,6 @@ void ThreadPool::parallelFor(uint32_t count, uint32_t grain, const Body& fn) {
     active_ = static_cast<unsigned>(workers_.size());
     ++generation_;
   }
-  keepWorkersOffCallerCpu();
   wake_.notify_all();
   runChunks(0);
   std::exception_ptr err;

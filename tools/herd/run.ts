@@ -149,6 +149,26 @@ export async function runHerd(
       `clients must be from 1 to the entities that are not viewers (${counts.entities - viewers}), received ${clients}`,
     );
   }
+  // A SIGINT from here on ends the run with a report covering the ticks run: one during the set-up
+  // (a bot process connecting thousands of clients takes seconds) ends the loop as it starts.
+  const sigint = new AbortController();
+  const interrupt = (): void => sigint.abort();
+  process.on('SIGINT', interrupt);
+  try {
+    return await herdRun(options, { viewers, clients, counts, started, signal: sigint.signal }, onProgress, onWebReady);
+  } finally {
+    process.removeListener('SIGINT', interrupt);
+  }
+}
+
+// runHerd after its checks: the set-up, the loop (ended early by `signal`), the report.
+async function herdRun(
+  options: Omit<HerdCommandOptions, 'json' | 'progress'>,
+  { viewers, clients, counts, started, signal }: { viewers: number; clients: number; counts: { entities: number }; started: number; signal: AbortSignal },
+  onProgress?: (metrics: TickMetrics, progress: HerdProgress) => void,
+  onWebReady?: (url: string) => void,
+): Promise<HerdReport> {
+  const networked = options.net === 'udp';
   const config = networked ? WorldConfig.build({ eventReserveBytes: NET_EVENT_RESERVE_BYTES }) : WorldConfig.build();
   const congestion = networked && options.congestion === true;
   const world = new World(config, { capacity: counts.entities, threads: options.threads, congestion });
@@ -172,7 +192,6 @@ export async function runHerd(
   let metrics: TickMetrics;
   let summary: LoopSummary;
   const gc = new GcMonitor();
-  let interrupted = false;
   let network: NetworkReport | null = null;
   let congestionReport: HerdReport['congestion'] = null;
   let webReport: WebReport | null = null;
@@ -190,14 +209,10 @@ export async function runHerd(
       },
       overrun: options.overrun,
       ticks: ticksDue,
+      signal,
       governor: options.governor !== false,
     });
     const timer = setTimeout(() => void loop.stop(), totalMs);
-    const interrupt = (): void => {
-      interrupted = true;
-      void loop.stop();
-    };
-    process.once('SIGINT', interrupt);
     try {
       summary = await loop.done;
     } finally {
@@ -205,12 +220,9 @@ export async function runHerd(
       metrics.close();
       gc.stop();
     }
-    try {
-      if (net) network = await net.finish();
-    } finally {
-      process.removeListener('SIGINT', interrupt);
-    }
+    // Before the clients leave (their viewers go with them).
     if (congestion) congestionReport = summarizeCongestion(world, herd.ids.subarray(viewers, viewers + clients));
+    if (net) network = await net.finish();
   } finally {
     webReport = web?.report() ?? null;
     await web?.close();
@@ -221,7 +233,7 @@ export async function runHerd(
     scenario: options.scenario,
     entities: counts.entities,
     viewers,
-    interrupted,
+    interrupted: summary.reason === 'aborted',
     threads: world.threads,
     seed: options.seed,
     net: options.net ?? 'none',

@@ -245,6 +245,8 @@ export async function runQuality(qualityOptions: QualityOptions = {}): Promise<Q
     let inRangeSum = 0;
     let passMsSum = 0;
     let servedSum = 0;
+    let examinedSum = 0;
+    let candidatesSum = 0;
     let ticksRun = 0;
     for (let t = 1; t <= ticks; t++) {
       if (signal?.aborted) break;
@@ -265,6 +267,8 @@ export async function runQuality(qualityOptions: QualityOptions = {}): Promise<Q
         measuredTicks++;
         passMsSum += result.stats.passMicros / 1000;
         servedSum += result.stats.served;
+        examinedSum += result.stats.examined;
+        candidatesSum += result.stats.candidates;
       }
       for (let v = 0; v < V; v++) {
         const self = viewerIndex[v];
@@ -333,6 +337,8 @@ export async function runQuality(qualityOptions: QualityOptions = {}): Promise<Q
       governorLevel,
       meanPassMs: measuredTicks === 0 ? 0 : passMsSum / measuredTicks,
       meanServed: measuredTicks === 0 ? 0 : servedSum / measuredTicks,
+      meanExamined: servedSum === 0 ? 0 : examinedSum / servedSum,
+      meanCandidates: servedSum === 0 ? 0 : candidatesSum / servedSum,
       command: 'quality',
       scenario,
       entities,

@@ -220,6 +220,9 @@ export interface QualityReport {
   readonly meanPassMs: number;
   /** Viewers served per tick, mean over the measured ticks. */
   readonly meanServed: number;
+  /** Per served viewer, mean over the measured ticks: entities the gather examined, and candidates it kept (the pass's work). */
+  readonly meanExamined: number;
+  readonly meanCandidates: number;
   /** Wall time of the run, ms. */
   readonly wallMs: number;
 }
