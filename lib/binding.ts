@@ -175,6 +175,7 @@ export interface NativeWorld {
     running: boolean;
     walkCap: number;
     ghostCap: number;
+    memoryBytes: number;
   };
   setCaps(walkCap: number, ghostCap: number): void;
 }

@@ -413,6 +413,14 @@ export class World {
     return this.#overload.congestionStats(viewer);
   }
 
+  /**
+   * The engine's native memory, bytes: its big allocations added up (entities, snapshot, ghost
+   * tables, output buffers, scratch), what it reports to V8 as external memory.
+   */
+  get memoryBytes(): number {
+    return this.#native.info().memoryBytes;
+  }
+
   /** The viewers' avatar ids, in the engine's viewer order (a copy). Not during a tick: viewers added or removed during it are applied when it ends. */
   viewerIds(): Uint32Array {
     return this.#native.viewerIds();

@@ -24,18 +24,63 @@ if (process.env.SIGHTLINE_REQUIRE_BROWSER === '1' && !browserAvailable()) {
 
 /** Starts `sightline herd --web` on a free port; resolves with the page's URL. */
 
+/**
+ * Runs one step of the test under its own deadline, so that a slow or hung step fails naming
+ * itself, how long it took and what the browser and the herd said, rather than as the whole
+ * test's timeout.
+ */
+async function step<T>(name: string, ms: number, work: () => Promise<T>, log: () => string): Promise<T> {
+  const began = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`step "${name}" took more than ${ms / 1000} s\n${log()}`)), ms);
+  });
+  try {
+    return await Promise.race([work(), deadline]);
+  } catch (e) {
+    if (e instanceof Error && !e.message.startsWith(`step "${name}"`)) {
+      e.message = `step "${name}" failed after ${((Date.now() - began) / 1000).toFixed(1)} s: ${e.message}\n${log()}`;
+    }
+    throw e;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 describe.runIf(browserAvailable())('the live page in headless Chromium', () => {
   it('joins the herd over WebSocket and holds, tick by tick, exactly what the server ghost table says it holds; a screenshot is saved', async () => {
     const { chromium } = await import('playwright-core');
-    const { url, herd, output } = await startWebHerd(['--scenario', 'uniform', '--entities', '3000', '--threads', '1', '--seconds', '120'], cleanups);
+    // The browser's own log (playwright's protocol and process lines) and the herd's stderr, the
+    // last lines of each, go into any failure's message.
+    const browserLog: string[] = [];
+    let herdErr = () => '';
+    const log = () =>
+      `--- browser (last 40 lines) ---\n${browserLog.slice(-40).join('\n')}\n--- herd stderr (last 2000 chars) ---\n${herdErr().slice(-2000)}`;
+    // A light herd (a few viewers besides the page): the test is about the page, and a loaded
+    // two-core machine must still tick it at 20 Hz.
+    const { url, herd, output, errors } = await step(
+      'start the herd',
+      60_000,
+      () => startWebHerd(['--scenario', 'uniform', '--entities', '1000', '--viewers', '16', '--sample', '0', '--threads', '1', '--seconds', '240'], cleanups),
+      log,
+    );
+    herdErr = errors;
     const profile = mkdtempSync(join(tmpdir(), 'sightline-chromium-'));
     cleanups.push(() => rmSync(profile, { recursive: true, force: true }));
-    const context = await chromium.launchPersistentContext(profile, {
-      executablePath: BROWSER_PATH,
-      headless: true,
-      viewport: { width: 1000, height: 760 },
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    const context = await step(
+      'launch Chromium',
+      90_000,
+      () =>
+        chromium.launchPersistentContext(profile, {
+          executablePath: BROWSER_PATH,
+          headless: true,
+          timeout: 85_000,
+          viewport: { width: 1000, height: 760 },
+          args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+          logger: { isEnabled: () => true, log: (name, severity, message) => void browserLog.push(`${name} ${severity}: ${String(message)}`) },
+        }),
+      log,
+    );
     cleanups.push(() => context.close());
     const page = context.pages()[0] ?? (await context.newPage());
     const problems: string[] = [];
@@ -43,11 +88,23 @@ describe.runIf(browserAvailable())('the live page in headless Chromium', () => {
     page.on('console', (m) => {
       if (m.type() === 'error') problems.push(`console: ${m.text()}`);
     });
-    await page.goto(url);
+    await step('open the page', 60_000, () => page.goto(url, { timeout: 55_000 }), log);
     // Twenty ticks compared (a second at 20 Hz), once the page has connected.
-    await page.waitForFunction(() => (window as unknown as { sightlineView?: { ticksCompared: number; status: string } }).sightlineView?.ticksCompared! >= 20, null, {
-      timeout: 60_000,
-      polling: 100,
+    const pageState = () =>
+      page.evaluate(() => JSON.stringify((window as unknown as { sightlineView?: unknown }).sightlineView ?? null)).catch((e: Error) => `(unreadable: ${e.message})`);
+    let lastState = '';
+    await step(
+      'compare twenty ticks',
+      90_000,
+      () =>
+        page.waitForFunction(() => (window as unknown as { sightlineView?: { ticksCompared: number } }).sightlineView?.ticksCompared! >= 20, null, {
+          timeout: 85_000,
+          polling: 100,
+        }),
+      () => `the page's state: ${lastState}\n${log()}`,
+    ).catch(async (e: Error) => {
+      lastState = await pageState();
+      throw new Error(`${e.message}\nthe page's state: ${lastState}`);
     });
     const view = (await page.evaluate(() => (window as unknown as { sightlineView: unknown }).sightlineView)) as {
       status: string;
@@ -77,10 +134,10 @@ describe.runIf(browserAvailable())('the live page in headless Chromium', () => {
     await page.screenshot({ path: shot });
     expect(existsSync(shot) && statSync(shot).size > 1000).toBe(true);
     // The herd reports the page that joined, once it ends.
-    await stopWebHerd(herd);
+    await step('stop the herd', 60_000, () => stopWebHerd(herd), log);
     const report = JSON.parse(output().trim()) as { web: { pagesJoined: number; server: { packetsSent: number; connects: number } } };
     expect(report.web.pagesJoined).toBe(1);
     expect(report.web.server.connects).toBe(1);
     expect(report.web.server.packetsSent).toBeGreaterThanOrEqual(view.packets);
-  }, 120_000);
+  }, 420_000);
 });

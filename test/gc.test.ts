@@ -70,6 +70,9 @@ describe('sightline herd under --expose-gc', () => {
       for (const k of ['heapUsed', 'external', 'arrayBuffers', 'rss']) expect(at[k]).toBeGreaterThan(0);
     }
     expect(g.pauses.count).toBeGreaterThanOrEqual(0);
+    // The engine's own memory: 2,000 entities and 200 viewers' ghost tables, a few MB.
+    expect(g.engineBytes.start).toBeGreaterThan(1 << 20);
+    expect(g.engineBytes.end).toBeGreaterThanOrEqual(g.engineBytes.start);
     expect(g.forced).toBe(0);
     const plain = run([]);
     expect(plain.status, plain.stderr).toBe(0);

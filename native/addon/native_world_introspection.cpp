@@ -105,6 +105,7 @@ Napi::Value NativeWorld::Info(const Napi::CallbackInfo& info) {
   o.Set("tick", Napi::Number::New(env, world_->tick()));
   o.Set("externalBuffers", Napi::Boolean::New(env, external_));
   o.Set("running", Napi::Boolean::New(env, running_));
+  o.Set("memoryBytes", Napi::Number::New(env, double(world_->memoryBytes())));
   o.Set("walkCap", Napi::Number::New(env, world_->walkCap()));
   o.Set("ghostCap", Napi::Number::New(env, world_->ghostCap()));
   return o;

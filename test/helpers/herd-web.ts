@@ -8,12 +8,13 @@ export const cli = join(root, 'dist', 'tools', 'cli', 'main.js');
 
 /**
  * Runs `sightline herd <args> --web --web-port 0 --no-progress --json`; resolves with the page's
- * URL (from its "live view:" line), the process, and its stdout so far. `cleanups` gets a kill.
+ * URL (from its "live view:" line), the process, and its stdout and stderr so far. `cleanups` gets
+ * a kill.
  */
 export async function startWebHerd(
   args: string[],
   cleanups: (() => Promise<void> | void)[],
-): Promise<{ url: string; herd: ChildProcess; output: () => string }> {
+): Promise<{ url: string; herd: ChildProcess; output: () => string; errors: () => string }> {
   const herd = spawn(process.execPath, [cli, 'herd', ...args, '--web', '--web-port', '0', '--no-progress', '--json'], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -30,7 +31,7 @@ export async function startWebHerd(
       }),
   );
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no "live view:" line from the herd within 30 s; stderr: ${err}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`no "live view:" line from the herd within 50 s; stderr: ${err}`)), 50_000);
     herd.stderr!.on('data', (d: Buffer) => {
       err += d.toString();
       const m = /live view: (http:\/\/\S+)/.exec(err);
@@ -41,7 +42,7 @@ export async function startWebHerd(
     });
     herd.once('exit', (code) => reject(new Error(`the herd exited (${code}) before serving the page: ${err}`)));
   });
-  return { url, herd, output: () => out };
+  return { url, herd, output: () => out, errors: () => err };
 }
 
 /** Sends SIGINT (the herd ends its run and prints its report) and waits for the exit. */

@@ -191,7 +191,7 @@ async function herdRun(
   const totalMs = (ticksDue * 1000) / config.tickHz;
   let metrics: TickMetrics;
   let summary: LoopSummary;
-  const gc = new GcMonitor();
+  const gc = new GcMonitor(() => world.memoryBytes);
   let network: NetworkReport | null = null;
   let congestionReport: HerdReport['congestion'] = null;
   let webReport: WebReport | null = null;
