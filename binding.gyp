@@ -8,6 +8,7 @@
       "target_name": "sightline",
       "sources": [
         "native/core/arena.cpp",
+        "native/core/attributes.cpp",
         "native/core/config.cpp",
         "native/core/entities.cpp",
         "native/core/snapshot.cpp",
@@ -28,6 +29,7 @@
         "native/addon/pass_worker.cpp",
         "native/addon/native_world.cpp",
         "native/addon/native_world_entities.cpp",
+        "native/addon/native_world_state.cpp",
         "native/addon/native_world_viewers.cpp",
         "native/addon/native_world_acks.cpp",
         "native/addon/native_world_events.cpp",

@@ -38,6 +38,14 @@ export type NativeConfig = Pick<
   | 'quantShift'
   | 'protocolHash'
   | 'bandWeights'
+  | 'fields'
+  | 'fieldBits'
+  | 'fieldBytes'
+  | 'recordBytes'
+  | 'minPayloadBytes'
+  | 'attributeBytes'
+  | 'attributeRepeatPasses'
+  | 'attributeShareQ16'
 >;
 
 /** Counters of one tick, summed over viewers, plus the once-per-tick phases' timings. */
@@ -70,6 +78,11 @@ export interface NativeTickStats {
   /** Event records sent (resends included) and the bytes of the events sections. */
   events: number;
   eventBytes: number;
+  /** Kind records sent (first sightings of entities whose kind is not 0, and kind changes). */
+  kinds: number;
+  /** Attribute entries sent (resends and repeats included), and the attributes sections' bytes. */
+  attributes: number;
+  attributeBytes: number;
   entities: number;
   outsideRegion: number;
   denseCells: number;
@@ -86,7 +99,8 @@ export interface NativeTickStats {
 export const TICK_META_FIELDS = [
   'tick', 'count', 'views', 'served', 'skippedNotDue', 'skippedAvatarGone', 'skippedOutsideRegion', 'candidates',
   'examined', 'eligible', 'records', 'newGhosts', 'despawns', 'bytes', 'ghostTableFull', 'pressureEvictions',
-  'hiddenDepartures', 'subscriptionChanges', 'events', 'eventBytes', 'entities', 'outsideRegion', 'denseCells', 'odometerMicros',
+  'hiddenDepartures', 'subscriptionChanges', 'events', 'eventBytes', 'kinds', 'attributes', 'attributeBytes', 'entities', 'outsideRegion',
+  'denseCells', 'odometerMicros',
   'snapshotMicros', 'passMicros',
 ] as const;
 
@@ -100,11 +114,18 @@ export interface NativeTickResult {
 }
 
 export interface NativeWorld {
-  spawn(x: number, y: number, z: number): number;
+  spawn(x: number, y: number, z: number, kind?: number): number;
+  setKind(id: number, kind: number): void;
+  kindOf(id: number): number;
+  /** Returns the new version. */
+  setAttributes(id: number, bytes: Uint8Array): number;
+  attributes(id: number): { version: number; bytes: Uint8Array } | null;
   despawn(id: number): void;
   slotOf(id: number): number;
   isLive(id: number): boolean;
   positions(): { x: Int32Array; y: Int32Array; z: Int32Array; external: boolean };
+  /** The fast fields' Int32Arrays by name (an empty object without fields). */
+  fields(): Record<string, Int32Array>;
   odometer(id: number): number;
   /** viewRadius raw, 0: the config's; groups u32. */
   addViewer(id: number, payloadBytes: number, sendPeriod: number, acks: boolean, viewRadius: number, groups: number): void;
@@ -312,6 +333,9 @@ export function readTickMeta(m: Float64Array, views: { buffer: ArrayBuffer; inde
       subscriptionChanges: m[AT.subscriptionChanges],
       events: m[AT.events],
       eventBytes: m[AT.eventBytes],
+      kinds: m[AT.kinds],
+      attributes: m[AT.attributes],
+      attributeBytes: m[AT.attributeBytes],
       entities: m[AT.entities],
       outsideRegion: m[AT.outsideRegion],
       denseCells: m[AT.denseCells],

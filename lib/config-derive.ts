@@ -5,6 +5,16 @@ import { SightlineError, describe } from './errors.js';
 import { RAW_PER_METER, roundHalfAwayFromZero, toMeters, toRaw } from './fixed.js';
 import { HEADER_BYTES, MAX_PAYLOAD_BYTES, RECORD_BYTES, protocolHash } from './wire.js';
 import {
+  ATTRIBUTE_HEADER_BYTES,
+  MAX_ATTRIBUTE_BYTES,
+  SECTION_COUNT_BYTES,
+  buildFields,
+  readFields,
+  recordBytesOf,
+  type FieldInput,
+  type FieldSpec,
+} from './state-config.js';
+import {
   BAND_COUNT,
   CONFIG_FIELDS,
   DEFAULTS,
@@ -101,6 +111,14 @@ export interface Derived {
   newDrift: number;
   quantShift: number;
   bandWeights: readonly number[];
+  fields: readonly FieldSpec[];
+  fieldBits: number;
+  fieldBytes: number;
+  recordBytes: number;
+  minPayloadBytes: number;
+  attributeBytes: number;
+  attributeRepeatPasses: number;
+  attributeShareQ16: number;
   protocolHash: number;
 }
 
@@ -133,7 +151,7 @@ function readInput(input: unknown): Record<ConfigField, unknown> {
   };
   const out = {} as Record<ConfigField, unknown>;
   for (const f of CONFIG_FIELDS) {
-    if (f === 'bandWeights') continue;
+    if (f === 'bandWeights' || f === 'fields') continue;
     const v = own(f);
     if (v === undefined) {
       out[f] = DEFAULTS[f];
@@ -162,6 +180,7 @@ function readInput(input: unknown): Record<ConfigField, unknown> {
     }
     out.bandWeights = list as number[];
   }
+  out.fields = readFields(own('fields'));
   return out;
 }
 
@@ -277,7 +296,6 @@ export function derive(raw: unknown): Derived {
       'ERR_SIGHTLINE_CONFIG_PAYLOAD_TOO_SMALL',
       `payloadBytes must hold the ${HEADER_BYTES}-byte header, the event reserve (${eventReserveBytes}) and one ${RECORD_BYTES}-byte record: at least ${minPayload}, received ${payloadBytes}`,
     );
-  const slotsPerPacket = Math.floor((payloadBytes - HEADER_BYTES - eventReserveBytes) / RECORD_BYTES);
 
   if (inp.walkCap === -Infinity)
     fail('ERR_SIGHTLINE_CONFIG_NOT_FINITE', `walkCap must be an integer from 1 to ${UNCAPPED_WALK}, or Infinity (uncapped), received -Infinity`);
@@ -337,6 +355,33 @@ export function derive(raw: unknown): Derived {
     authoredWeights = bandWeights;
   }
 
+  // State beyond positions: fast fields in every record, attributes in a section of their own.
+  const fields = Object.freeze(buildFields(inp.fields as FieldInput[]));
+  let fieldBits = 0;
+  for (const f of fields) fieldBits += f.bits;
+  const fieldBytes = Math.ceil(fieldBits / 8);
+  const recordBytes = recordBytesOf(fieldBits);
+  const attributeBytes = requireInteger('attributeBytes', inp.attributeBytes, 0, MAX_ATTRIBUTE_BYTES);
+  const attributeRepeatPasses = requireInteger('attributeRepeatPasses', inp.attributeRepeatPasses, 0, 65535);
+  const share = inp.attributeShare as number;
+  if (!Number.isFinite(share)) fail('ERR_SIGHTLINE_CONFIG_NOT_FINITE', `attributeShare must be a finite number, received ${describe(share)}`);
+  if (!(share >= 1 / 64 && share <= 63 / 64))
+    fail('ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', `attributeShare must be from 1/64 to 63/64 (0.015625 to 0.984375), received ${describe(share)}`);
+  const attributeShareQ16 = roundHalfAwayFromZero(share * 65536);
+  // A packet holds the header, the event reserve and one record; with attributes, also one
+  // attributes section holding the largest entry.
+  const needRecord = HEADER_BYTES + eventReserveBytes + recordBytes;
+  const needAttribute = attributeBytes === 0 ? 0 : HEADER_BYTES + eventReserveBytes + SECTION_COUNT_BYTES + ATTRIBUTE_HEADER_BYTES + attributeBytes;
+  if (payloadBytes < needRecord || payloadBytes < needAttribute)
+    fail(
+      'ERR_SIGHTLINE_CONFIG_PAYLOAD_TOO_SMALL',
+      `payloadBytes must hold the ${HEADER_BYTES}-byte header, the event reserve (${eventReserveBytes}) and one ${recordBytes}-byte record` +
+        (attributeBytes ? ` or an attributes section of one ${attributeBytes}-byte attribute (${SECTION_COUNT_BYTES + ATTRIBUTE_HEADER_BYTES + attributeBytes} bytes)` : '') +
+        `: at least ${Math.max(needRecord, needAttribute)}, received ${payloadBytes}`,
+    );
+  const minPayloadBytes = Math.max(needRecord, needAttribute);
+  const slotsPerPacket = Math.floor((payloadBytes - HEADER_BYTES - eventReserveBytes) / recordBytes);
+
   // Wire position: x and y take (regionShift - q) bits, z takes (zBits - q); the three fit in 64.
   const excess = 2 * regionShift + zBits - 64;
   const quantShift = excess <= 0 ? 0 : Math.floor((excess + 2) / 3);
@@ -357,6 +402,10 @@ export function derive(raw: unknown): Derived {
     subGridDivisions,
     newDrift: newDriftIn === -1 ? toMeters(newDrift) : (newDriftIn as number),
     bandWeights: authoredWeights,
+    fields: Object.freeze(fields.map((f) => Object.freeze({ name: f.name, bits: f.bits, min: f.min, max: f.max, weight: f.weight }))),
+    attributeBytes,
+    attributeRepeatPasses,
+    attributeShare: share,
   });
 
   return {
@@ -386,6 +435,14 @@ export function derive(raw: unknown): Derived {
     newDrift,
     quantShift,
     bandWeights,
-    protocolHash: protocolHash(regionRaw, verticalRaw, quantShift),
+    fields,
+    fieldBits,
+    fieldBytes,
+    recordBytes,
+    minPayloadBytes,
+    attributeBytes,
+    attributeRepeatPasses,
+    attributeShareQ16,
+    protocolHash: protocolHash(regionRaw, verticalRaw, quantShift, { fields, attributeBytes }),
   };
 }

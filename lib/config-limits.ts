@@ -1,5 +1,9 @@
 // The configuration's authored fields, their defaults and limits.
 // Browser-safe: imports nothing from Node.
+import type { FieldInput } from './state-config.js';
+
+export type { FieldInput, FieldSpec } from './state-config.js';
+export { MAX_ATTRIBUTE_BYTES, MAX_FIELD_BITS, MAX_ONE_FIELD_BITS, MAX_FIELD_NAME_LENGTH } from './state-config.js';
 
 /** Largest cell radius (view radius in cells, rounded up): ring order and box are precomputed up to 17 × 17 cells. */
 export const MAX_CELL_RADIUS = 8;
@@ -35,6 +39,10 @@ export const CONFIG_FIELDS = [
   'subGridDivisions',
   'newDrift',
   'bandWeights',
+  'fields',
+  'attributeBytes',
+  'attributeRepeatPasses',
+  'attributeShare',
 ] as const;
 
 /** Name of an authored configuration field. */
@@ -83,6 +91,31 @@ export interface WorldConfigInput {
    * the default.
    */
   bandWeights?: readonly number[] | ArrayLike<number> | null;
+  /**
+   * Fast fields: small integers every update record carries after the position (a heading, an
+   * animation state, health), at most 64 bits together, in this order. The game writes them by slot
+   * into `world.fields[name]` (raw values 0 to 2^bits − 1; see {@link FieldInput} for units and the
+   * drift a change adds). Default none. `null` also means none.
+   */
+  fields?: readonly FieldInput[] | null;
+  /**
+   * Largest attribute string per entity, bytes: 0 (no attributes; default) to 255. Attributes
+   * (`world.setAttributes`) are opaque bytes sent with an entity's first sighting and after each
+   * change, latest version only.
+   */
+  attributeBytes?: number;
+  /**
+   * Viewers without acknowledgements (or whose client has not acknowledged yet): every held ghost's
+   * attributes are sent again about every this many of the viewer's passes, 0 to 65535 (0: never).
+   * Default 20 (once a second at 20 Hz, as seed 003's server sent names).
+   */
+  attributeRepeatPasses?: number;
+  /**
+   * The floor of the kinds and attributes sections, a share of a packet's state bytes (after events
+   * and despawns): while kinds or attributes are pending they get at least this share (at least one
+   * largest attribute entry), and update records get at least the rest. 1/64 to 63/64. Default 0.25.
+   */
+  attributeShare?: number;
 }
 
 /**
@@ -122,6 +155,14 @@ export interface ResolvedWorldConfigInput {
   readonly newDrift: number;
   /** 64 band weights as authored, or `undefined` for the default 1/d table. */
   readonly bandWeights: readonly number[] | undefined;
+  /** Fast fields, every optional filled in. */
+  readonly fields: readonly Required<FieldInput>[];
+  /** Largest attribute, bytes. */
+  readonly attributeBytes: number;
+  /** Attribute repeat period without acks, viewer passes (0: never). */
+  readonly attributeRepeatPasses: number;
+  /** The kinds' and attributes' floor, a share of the state bytes. */
+  readonly attributeShare: number;
 }
 
 /** @internal Defaults of the authored fields (cellSize 0 and newDrift -1: derived). */
@@ -140,4 +181,7 @@ export const DEFAULTS = {
   denseCellThreshold: 512,
   subGridDivisions: 8,
   newDrift: -1,
+  attributeBytes: 0,
+  attributeRepeatPasses: 20,
+  attributeShare: 0.25,
 } as const;

@@ -7,8 +7,9 @@
 
 import { derive, defaultBandWeights, type Derived } from './config-derive.js';
 import type { ResolvedWorldConfigInput, WorldConfigInput } from './config-limits.js';
-import { SightlineError } from './errors.js';
+import { SightlineError, describe } from './errors.js';
 import { toMeters } from './fixed.js';
+import { fieldFromRaw, fieldToRaw, type FieldSpec } from './state-config.js';
 
 export * from './config-limits.js';
 export * from './wire.js';
@@ -90,9 +91,9 @@ export class WorldConfig {
    */
   readonly eventReserveBytes: number;
   /**
-   * Update records per packet with the whole event reserve in use and no despawns:
-   * (payloadBytes - 16 - eventReserveBytes) / 12, rounded down; (1200 - 16) / 12 = 98 by default.
-   * A packet without events has (payloadBytes - 16) / 12.
+   * Update records per packet with the whole event reserve in use, no despawns, kinds or
+   * attributes: (payloadBytes - 16 - eventReserveBytes) / recordBytes, rounded down; (1200 - 16) /
+   * 12 = 98 by default. A packet without events has (payloadBytes - 16) / recordBytes.
    */
   readonly slotsPerPacket: number;
   /** Candidates examined per viewer before the walk stops; 2147483647 when uncapped. 256 by default. */
@@ -119,11 +120,62 @@ export class WorldConfig {
   readonly quantShift: number;
   /** Weight per distance band, 64 unsigned 32-bit integers (frozen). Default: {@link defaultBandWeights}. */
   readonly bandWeights: readonly number[];
+  /** Fast fields in record order, with their bit offsets (frozen; empty by default). */
+  readonly fields: readonly FieldSpec[];
+  /** The fields' bits together, 0 to 64. */
+  readonly fieldBits: number;
+  /** Bytes an update record carries after the position: ceil(fieldBits / 8). */
+  readonly fieldBytes: number;
+  /** Update record size, bytes: 12 (id and position) + fieldBytes. 12 by default. */
+  readonly recordBytes: number;
+  /**
+   * The smallest payload a packet may have (this config's payloadBytes, or a viewer's): the header,
+   * the event reserve and one record, and with attributes the largest attribute entry in its
+   * section. 28 by default.
+   */
+  readonly minPayloadBytes: number;
+  /** Largest attribute, bytes (input.attributeBytes; 0: no attributes). */
+  readonly attributeBytes: number;
+  /** Attribute repeat period for viewers without acks, viewer passes (input.attributeRepeatPasses; 0: never). 20 by default. */
+  readonly attributeRepeatPasses: number;
+  /** The kinds' and attributes' floor, a share of a packet's state bytes (input.attributeShare). 0.25 by default. */
+  readonly attributeShare: number;
+  /** attributeShare × 65536, rounded (1 to 65535): the share the engine computes with. 16384 by default. */
+  readonly attributeShareQ16: number;
   /** Protocol hash, unsigned 32-bit: see {@link protocolHash}. */
   readonly protocolHash: number;
 
   // Set by the constructor alone: an object made from WorldConfig.prototype without build() lacks it.
   readonly #built = true;
+
+  /**
+   * The raw value to write into `world.fields[name]` for a value in the field's declared units:
+   * round((value − min) × (2^bits − 1) / (max − min)), clamped to 0 .. 2^bits − 1.
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (no field of that name; value not a number).
+   */
+  fieldToRaw(name: string, value: number): number {
+    if (typeof value !== 'number') fail('ERR_SIGHTLINE_INVALID_ARGUMENT', `value must be a number, received ${describe(value)}`);
+    return fieldToRaw(this.#field(name), value);
+  }
+
+  /**
+   * A field's value in its declared units for a raw value: min + raw × ((max − min) / (2^bits − 1)).
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (no field of that name; raw not a number).
+   */
+  fieldFromRaw(name: string, raw: number): number {
+    if (typeof raw !== 'number') fail('ERR_SIGHTLINE_INVALID_ARGUMENT', `raw must be a number, received ${describe(raw)}`);
+    return fieldFromRaw(this.#field(name), raw);
+  }
+
+  #field(name: string): FieldSpec {
+    const f = this.fields.find((g) => g.name === name);
+    if (f === undefined)
+      fail(
+        'ERR_SIGHTLINE_INVALID_ARGUMENT',
+        `no field named ${describe(name)}; this configuration's fields are ${this.fields.length ? this.fields.map((g) => g.name).join(', ') : 'none'}`,
+      );
+    return f;
+  }
 
   /** @internal Whether value was made by {@link WorldConfig.build}, not merely given its prototype. */
   static isBuilt(value: unknown): value is WorldConfig {
@@ -161,6 +213,15 @@ export class WorldConfig {
     this.newDriftRaw = d.newDrift;
     this.quantShift = d.quantShift;
     this.bandWeights = d.bandWeights;
+    this.fields = d.fields;
+    this.fieldBits = d.fieldBits;
+    this.fieldBytes = d.fieldBytes;
+    this.recordBytes = d.recordBytes;
+    this.minPayloadBytes = d.minPayloadBytes;
+    this.attributeBytes = d.attributeBytes;
+    this.attributeRepeatPasses = d.attributeRepeatPasses;
+    this.attributeShare = d.input.attributeShare;
+    this.attributeShareQ16 = d.attributeShareQ16;
     this.protocolHash = d.protocolHash;
     this.regionSize = d.input.regionSize;
     this.verticalExtent = d.input.verticalExtent;
@@ -187,7 +248,13 @@ export class WorldConfig {
    * - values, in the native engine's order: `NOT_FINITE`, `NOT_POSITIVE`, `NOT_INTEGER`,
    *   `OUT_OF_RANGE`, `REGION_NOT_POWER_OF_TWO`, `RADIUS_EXCEEDS_REGION`, `CELL_NOT_POWER_OF_TWO`,
    *   `CELL_RADIUS_TOO_LARGE`, `SPEED_EXCEEDS_CELL_PER_TICK`, `PAYLOAD_TOO_SMALL`,
-   *   `BAND_WEIGHT_ZERO` (all prefixed `ERR_SIGHTLINE_CONFIG_`).
+   *   `BAND_WEIGHT_ZERO`, then the fields (`FIELD_INVALID` for an entry, in order, then
+   *   `FIELD_DUPLICATE` for a name taken by an earlier one; `FIELDS_TOO_WIDE` for more than 64
+   *   bits together), `attributeBytes`, `attributeRepeatPasses`, `attributeShare`, and
+   *   `PAYLOAD_TOO_SMALL` again for a record with its fields or the largest attribute entry (all
+   *   prefixed `ERR_SIGHTLINE_CONFIG_`). A `fields` that is not an array, or an entry that is not
+   *   an object with own keys among name, bits, min, max and weight (name a string, the others
+   *   numbers), is `ERR_SIGHTLINE_CONFIG_FIELD_INVALID` with the type checks above.
    * A WorldConfig given as input is returned as it is (configurations are immutable).
    */
   static build(input?: WorldConfigInput | WorldConfig): WorldConfig {

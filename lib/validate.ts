@@ -1,6 +1,6 @@
 // Argument checks shared by the World API: entity ids, booleans, positions in meters, and the
 // mapping of the engine's coded errors onto SightlineError.
-import { SightlineError, describe } from './errors.js';
+import { SightlineError, describe, isUint8Array } from './errors.js';
 import { toRaw } from './fixed.js';
 import type { Vec3 } from './world-types.js';
 
@@ -25,6 +25,35 @@ export function readBoolean(name: string, value: unknown, fallback: boolean): bo
     throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `${name} must be true or false, received ${describe(value)}`);
   }
   return value;
+}
+
+/** A kind: an integer 0 to 65535, else ERR_SIGHTLINE_INVALID_KIND. */
+export function checkKind(kind: unknown): number {
+  if (typeof kind !== 'number' || !Number.isInteger(kind) || kind < 0 || kind > 0xffff) {
+    throw new SightlineError('ERR_SIGHTLINE_INVALID_KIND', `kind must be an integer from 0 to 65535, received ${describe(kind)}`);
+  }
+  return kind;
+}
+
+/**
+ * Attributes for a world whose config allows `attributeBytes`: a Uint8Array of at most that many
+ * bytes. ERR_SIGHTLINE_INVALID_ARGUMENT (not a Uint8Array), ERR_SIGHTLINE_ATTRIBUTES_DISABLED
+ * (attributeBytes 0), ERR_SIGHTLINE_ATTRIBUTES_TOO_LARGE.
+ */
+export function checkAttributes(bytes: unknown, attributeBytes: number): Uint8Array {
+  if (!isUint8Array(bytes)) {
+    throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `attributes must be a Uint8Array, received ${describe(bytes)}`);
+  }
+  if (attributeBytes === 0) {
+    throw new SightlineError(
+      'ERR_SIGHTLINE_ATTRIBUTES_DISABLED',
+      "this world has no attributes: its configuration's attributeBytes is 0 (set it to the longest attribute string, up to 255)",
+    );
+  }
+  if (bytes.length > attributeBytes) {
+    throw new SightlineError('ERR_SIGHTLINE_ATTRIBUTES_TOO_LARGE', `attributes must be at most attributeBytes (${attributeBytes}) bytes, received ${bytes.length}`);
+  }
+  return bytes;
 }
 
 export function checkCoordinate(name: string, meters: unknown): number {

@@ -31,6 +31,13 @@ export interface PositionInput {
 }
 
 import type { CongestionOptions } from './congestion.js';
+/** Options of {@link World.spawn}. */
+export interface SpawnOptions {
+  /** The entity's kind, an integer 0 to 65535 (u16). Default 0. */
+  kind?: number;
+  /** Its first attributes (copied; at most config.attributeBytes). Default none. */
+  attributes?: Uint8Array;
+}
 
 export interface WorldOptions {
   /** Entity slots, 1 to 1,048,576. Default 65,536. */
@@ -121,6 +128,16 @@ export interface Positions {
   readonly y: Int32Array;
   readonly z: Int32Array;
 }
+
+/**
+ * Fast fields by name: an Int32Array per field of the config, by slot, over the engine's entity
+ * memory (zero copy, like {@link Positions}; the same buffer rules). Write raw values:
+ * `world.fields.yaw[world.slotOf(id)] = config.fieldToRaw('yaw', angle)`. A tick reads each value
+ * clamped to 0 .. 2^bits − 1 (a negative value is sent as 0, one above as 2^bits − 1); a change of
+ * the clamped value since the previous tick adds the field's weight to the entity's drift. A
+ * spawn sets its slot's fields to 0. A null-prototype, frozen object.
+ */
+export type Fields = Readonly<Record<string, Int32Array>>;
 
 /** One packet: the viewer (its avatar's id) and the bytes to send it. */
 export interface Packet {

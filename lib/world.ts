@@ -14,13 +14,15 @@ import { ALL_GROUPS, CHANGE, boostSet, groupsMask, priorityWeight, viewRadiusRaw
 import type { CongestionStats } from './congestion.js';
 import type { ViewerShedding } from './shedding.js';
 import { WorldOverload } from './world-overload.js';
-import { MAX_ID, checkCoordinate, checkVec3, isId, readBoolean, rethrow } from './validate.js';
+import { MAX_ID, checkAttributes, checkCoordinate, checkKind, checkVec3, isId, readBoolean, rethrow } from './validate.js';
 import type {
   EntityId,
+  Fields,
   GatherResult,
   GhostTableView,
   PositionInput,
   Positions,
+  SpawnOptions,
   Vec3,
   WorldOptions,
   ViewerOptions,
@@ -53,6 +55,7 @@ const NO_IDS: Uint32Array = new Uint32Array(0);
 const WORLD_OPTIONS = ['capacity', 'threads', 'externalBuffers', 'recordGhostPositions', 'congestion'] as const;
 const VIEWER_OPTIONS = ['payloadBytes', 'sendPeriod', 'acks', 'viewRadius', 'groups'] as const;
 const GATHER_OPTIONS = ['walkCap', 'exclude', 'radius', 'groups'] as const;
+const SPAWN_OPTIONS = ['kind', 'attributes'] as const;
 
 /**
  * One region: entities, viewers and the replication pass.
@@ -71,6 +74,12 @@ export class World {
   readonly config: WorldConfig;
   /** Raw Int32 positions by slot; see {@link Positions}. */
   readonly positions: Positions;
+  /**
+   * Fast fields by name (the config's `fields`): Int32Array views by slot over the engine's memory,
+   * zero copy like {@link positions}, holding raw values 0 to 2^bits − 1 (see {@link Fields}). An
+   * empty object without fields.
+   */
+  readonly fields: Fields;
   /** Whether `positions` are external buffers over engine memory (false: V8-allocated fallback). */
   readonly externalBuffers: boolean;
   readonly #engine: NativeWorld;
@@ -125,6 +134,13 @@ export class World {
     this.externalBuffers = p.external;
     // The buffers are the engine's memory (or, in the fallback, hold it): a transfer copies them
     // instead of moving it away.
+    const f = this.#native.fields();
+    const fields = Object.create(null) as Record<string, Int32Array>;
+    for (const spec of config.fields) {
+      fields[spec.name] = f[spec.name];
+      markAsUntransferable(f[spec.name].buffer);
+    }
+    this.fields = Object.freeze(fields);
     for (const a of [p.x, p.y, p.z]) markAsUntransferable(a.buffer);
     this.#events = new EventRouter(() => this.#native, this.positions, config, (v) => this.hasViewer(v));
   }
@@ -195,14 +211,77 @@ export class World {
   }
 
   /**
-   * Adds an entity at a position in meters (z left out: 0) and returns its id.
-   * @throws ERR_SIGHTLINE_INVALID_POSITION (non-finite or beyond Int32 raw), ERR_SIGHTLINE_WORLD_FULL.
+   * Adds an entity at a position in meters (z left out: 0) and returns its id. `options.kind`: its
+   * kind (an integer 0 to 65535, default 0), sent with its first sighting; `options.attributes`:
+   * its first attributes (as {@link setAttributes}: version 1), sent with it too. Its fields start at 0.
+   * @throws ERR_SIGHTLINE_INVALID_POSITION (non-finite or beyond Int32 raw), ERR_SIGHTLINE_INVALID_KIND,
+   *   ERR_SIGHTLINE_INVALID_ARGUMENT, ERR_SIGHTLINE_UNKNOWN_OPTION, ERR_SIGHTLINE_ATTRIBUTES_DISABLED,
+   *   ERR_SIGHTLINE_ATTRIBUTES_TOO_LARGE, ERR_SIGHTLINE_WORLD_FULL; all before anything changes.
    */
-  spawn(position: PositionInput): EntityId {
+  spawn(position: PositionInput, options?: SpawnOptions | null): EntityId {
     this.#requireOpen();
     const [x, y, z] = checkVec3(position);
+    const o = readOptions('spawn', options, SPAWN_OPTIONS);
+    const kind = o.kind === undefined ? 0 : checkKind(o.kind);
+    const attributes = o.attributes === undefined ? undefined : checkAttributes(o.attributes, this.config.attributeBytes);
     try {
-      return this.#native.spawn(x, y, z);
+      const id = this.#native.spawn(x, y, z, kind);
+      if (attributes !== undefined) this.#native.setAttributes(id, attributes);
+      return id;
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /**
+   * Sets an entity's kind (u16). Its viewers get it with the entity's next update, which a change
+   * makes due as a first sighting would (it adds newDrift to the entity's drift). Safe during a tick.
+   * @throws ERR_SIGHTLINE_INVALID_KIND, ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_ENTITY.
+   */
+  setKind(id: EntityId, kind: number): void {
+    this.#requireOpen();
+    checkKind(kind);
+    try {
+      this.#native.setKind(id, kind);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /** An entity's kind (u16). @throws ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_ENTITY. */
+  kind(id: EntityId): number {
+    try {
+      return this.#native.kindOf(id);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /**
+   * Sets an entity's attributes: opaque bytes (a name, a level), at most `config.attributeBytes`,
+   * copied. Returns their version (1 for the first, +1 per call; past 2^32 − 1 it goes on from 1).
+   * Every viewer holding the entity gets the newest version once (resent until acknowledged with
+   * acks, repeated every `attributeRepeatPasses` passes without); a burst of calls between two
+   * packets sends only the last. Safe during a tick: the packets of a running tick carry the
+   * attributes as that tick found them.
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (bytes not a Uint8Array), ERR_SIGHTLINE_ATTRIBUTES_DISABLED
+   *   (attributeBytes 0), ERR_SIGHTLINE_ATTRIBUTES_TOO_LARGE, ERR_SIGHTLINE_STALE_ENTITY,
+   *   ERR_SIGHTLINE_INVALID_ENTITY; the entity keeps its attributes then.
+   */
+  setAttributes(id: EntityId, bytes: Uint8Array): number {
+    this.#requireOpen();
+    checkAttributes(bytes, this.config.attributeBytes);
+    try {
+      return this.#native.setAttributes(id, bytes);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /** An entity's latest attributes (a copy) and their version, or null before the first. @throws like {@link kind}. */
+  attributes(id: EntityId): { version: number; bytes: Uint8Array } | null {
+    try {
+      return this.#native.attributes(id);
     } catch (e) {
       rethrow(e);
     }

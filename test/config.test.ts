@@ -21,8 +21,9 @@ import type { WorldConfigInput } from '../lib/config.js';
 import { SightlineError } from '../lib/errors.js';
 
 const vectors = JSON.parse(readFileSync(new URL('./vectors/packets.json', import.meta.url), 'utf8')) as {
-  config: { protocolHash: number };
+  configs: { input: WorldConfigInput; protocolHash: number }[];
 };
+const vectorConfig = vectors.configs[0];
 
 function ones(n: number, last?: unknown): unknown[] {
   const a: unknown[] = new Array(n).fill(1);
@@ -47,7 +48,7 @@ function rejection(input: unknown, code: string): SightlineError {
 
 describe('constants', () => {
   it('match native/core/config.h', () => {
-    expect(PROTOCOL_VERSION).toBe(1);
+    expect(PROTOCOL_VERSION).toBe(2);
     expect(HEADER_BYTES).toBe(16);
     expect(RECORD_BYTES).toBe(12);
     expect(DESPAWN_RECORD_BYTES).toBe(4);
@@ -92,7 +93,7 @@ describe('WorldConfig.build defaults', () => {
     expect([c.regionSize, c.verticalExtent, c.viewRadius, c.maxSpeed, c.tickHz, c.cellSize]).toEqual([4096, 1024, 256, 40, 20, 128]);
     expect(c.quantShift).toBe(0);
     expect(c.bandWeights).toEqual(defaultBandWeights());
-    expect(c.protocolHash).toBe(vectors.config.protocolHash);
+    expect(c.protocolHash).toBe(vectorConfig.protocolHash);
   });
 
   it('fills the authored values', () => {
@@ -112,6 +113,10 @@ describe('WorldConfig.build defaults', () => {
       subGridDivisions: 8,
       newDrift: 256,
       bandWeights: undefined,
+      fields: [],
+      attributeBytes: 0,
+      attributeRepeatPasses: 20,
+      attributeShare: 0.25,
     });
     expect(Object.keys(c.input)).toEqual([...CONFIG_FIELDS]);
   });
@@ -432,7 +437,7 @@ describe('protocolHash', () => {
   const base = WorldConfig.build();
 
   it('is FNV-1a over the decode-relevant words', () => {
-    expect(protocolHash(4194304, 1048576, 0)).toBe(vectors.config.protocolHash);
+    expect(protocolHash(4194304, 1048576, 0)).toBe(vectorConfig.protocolHash);
     expect(base.protocolHash).toBe(protocolHash(base.regionRaw, base.verticalRaw, base.quantShift));
     expect(Number.isInteger(base.protocolHash)).toBe(true);
     expect(base.protocolHash).toBeGreaterThanOrEqual(0);
@@ -448,8 +453,17 @@ describe('protocolHash', () => {
       WorldConfig.build({ verticalExtent: 1000 }).protocolHash,
       WorldConfig.build({ verticalExtent: 1024 + 1 / 1024 }).protocolHash,
       protocolHash(base.regionRaw, base.verticalRaw, 1),
+      WorldConfig.build({ fields: [{ name: 'a', bits: 8 }] }).protocolHash,
+      WorldConfig.build({ fields: [{ name: 'b', bits: 8 }] }).protocolHash,
+      WorldConfig.build({ fields: [{ name: 'a', bits: 9 }] }).protocolHash,
+      WorldConfig.build({ fields: [{ name: 'a', bits: 8, min: -1 }] }).protocolHash,
+      WorldConfig.build({ fields: [{ name: 'a', bits: 8, max: 1 }] }).protocolHash,
+      WorldConfig.build({ fields: [{ name: 'a', bits: 4 }, { name: 'b', bits: 4 }] }).protocolHash,
+      WorldConfig.build({ fields: [{ name: 'b', bits: 4 }, { name: 'a', bits: 4 }] }).protocolHash,
+      WorldConfig.build({ attributeBytes: 1 }).protocolHash,
+      WorldConfig.build({ attributeBytes: 255 }).protocolHash,
     ]);
-    expect(hashes.size).toBe(7);
+    expect(hashes.size).toBe(16);
   });
 
   it('ignores values that do not affect decoding', () => {
@@ -467,7 +481,85 @@ describe('protocolHash', () => {
       { subGridDivisions: 4 },
       { newDrift: 10 },
       { bandWeights: ones(64) as number[] },
+      { attributeRepeatPasses: 0 },
+      { attributeShare: 0.5 },
     ];
+    // A field's weight changes what is sent, not how it reads.
+    expect(WorldConfig.build({ fields: [{ name: 'a', bits: 8, weight: 3 }] }).protocolHash).toBe(
+      WorldConfig.build({ fields: [{ name: 'a', bits: 8 }] }).protocolHash,
+    );
     for (const input of same) expect(WorldConfig.build(input).protocolHash, JSON.stringify(input)).toBe(base.protocolHash);
   });
+});
+
+describe('fast fields and attributes', () => {
+  const schema = [{ name: 'yaw', bits: 10, min: 0, max: 2 * Math.PI }, { name: 'anim', bits: 6 }, { name: 'health', bits: 8, max: 100, weight: 0.5 }];
+
+  it('lay the fields out from bit 0, in order, and size the record from them', () => {
+    const c = WorldConfig.build({ fields: schema });
+    expect(c.fields.map((f) => [f.name, f.bits, f.offset, f.min, f.max, f.weight, f.weightRaw])).toEqual([
+      ['yaw', 10, 0, 0, 2 * Math.PI, 1, 1024],
+      ['anim', 6, 10, 0, 63, 1, 1024],
+      ['health', 8, 16, 0, 100, 0.5, 512],
+    ]);
+    expect(c.fieldBits).toBe(24);
+    expect(c.fieldBytes).toBe(3);
+    expect(c.recordBytes).toBe(15);
+    expect(c.slotsPerPacket).toBe(Math.floor(1184 / 15));
+    expect(c.input.fields).toEqual([
+      { name: 'yaw', bits: 10, min: 0, max: 2 * Math.PI, weight: 1 },
+      { name: 'anim', bits: 6, min: 0, max: 63, weight: 1 },
+      { name: 'health', bits: 8, min: 0, max: 100, weight: 0.5 },
+    ]);
+    expect(Object.isFrozen(c.fields) && Object.isFrozen(c.fields[0]) && Object.isFrozen(c.input.fields)).toBe(true);
+    expect(WorldConfig.build({ fields: null })).toEqual(WorldConfig.build());
+    expect(WorldConfig.build({ fields: [{ name: 'all', bits: 31 }, { name: 'of', bits: 31 }, { name: 'it', bits: 2 }] }).recordBytes).toBe(20);
+  });
+
+  it('convert between declared units and raw values, clamping', () => {
+    const c = WorldConfig.build({ fields: schema });
+    expect(c.fieldToRaw('yaw', Math.PI)).toBe(512);
+    expect(c.fieldFromRaw('yaw', 1023)).toBeCloseTo(2 * Math.PI, 12);
+    expect(c.fieldToRaw('health', 150)).toBe(255);
+    expect(c.fieldToRaw('health', -3)).toBe(0);
+    expect(c.fieldToRaw('anim', 17)).toBe(17);
+    expect(c.fieldFromRaw('anim', 17)).toBe(17);
+    expect(c.fieldToRaw('health', NaN)).toBe(0);
+    expect(() => c.fieldToRaw('speed', 1)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT', message: expect.stringContaining('yaw, anim, health') }));
+    expect(() => c.fieldToRaw('yaw', '1' as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+  });
+
+  const bad: [string, WorldConfigInput, string, string][] = [
+    ['a schema over 64 bits', { fields: [{ name: 'a', bits: 31 }, { name: 'b', bits: 31 }, { name: 'c', bits: 3 }] }, 'ERR_SIGHTLINE_CONFIG_FIELDS_TOO_WIDE', '65 bits'],
+    ['a field name twice', { fields: [{ name: 'hp', bits: 8 }, { name: 'hp', bits: 4 }] }, 'ERR_SIGHTLINE_CONFIG_FIELD_DUPLICATE', 'fields[1].name "hp"'],
+    ['fields not an array', { fields: { name: 'a', bits: 1 } as never }, 'ERR_SIGHTLINE_CONFIG_FIELD_INVALID', 'fields must be an array'],
+    ['an entry not an object', { fields: [5 as never] }, 'ERR_SIGHTLINE_CONFIG_FIELD_INVALID', 'fields[0] must be an object'],
+    ['an unknown key', { fields: [{ name: 'a', bits: 1, scale: 2 } as never] }, 'ERR_SIGHTLINE_CONFIG_FIELD_INVALID', 'unknown key "scale"'],
+    ['a name not a string', { fields: [{ name: 5, bits: 1 } as never] }, 'ERR_SIGHTLINE_CONFIG_FIELD_INVALID', 'fields[0].name must be a string'],
+    ['an empty name', { fields: [{ name: '', bits: 1 }] }, 'ERR_SIGHTLINE_CONFIG_FIELD_INVALID', 'fields[0].name'],
+    ['a name with a dash', { fields: [{ name: 'a-b', bits: 1 }] }, 'ERR_SIGHTLINE_CONFIG_FIELD_INVALID', 'letters, digits or underscores'],
+    ['a name starting with a digit', { fields: [{ name: '1a', bits: 1 }] }, 'ERR_SIGHTLINE_CONFIG_FIELD_INVALID', 'fields[0].name'],
+    ['__proto__', { fields: [JSON.parse('{"name":"__proto__","bits":1}')] }, 'ERR_SIGHTLINE_CONFIG_FIELD_INVALID', '__proto__'],
+    ['a name of 33 characters', { fields: [{ name: 'a'.repeat(33), bits: 1 }] }, 'ERR_SIGHTLINE_CONFIG_FIELD_INVALID', '1 to 32'],
+    ['bits 0', { fields: [{ name: 'a', bits: 0 }] }, 'ERR_SIGHTLINE_CONFIG_FIELD_INVALID', 'fields[0].bits'],
+    ['bits 32', { fields: [{ name: 'a', bits: 32 }] }, 'ERR_SIGHTLINE_CONFIG_FIELD_INVALID', '1 to 31, received 32'],
+    ['bits 1.5', { fields: [{ name: 'a', bits: 1.5 }] }, 'ERR_SIGHTLINE_CONFIG_FIELD_INVALID', 'fields[0].bits'],
+    ['bits missing', { fields: [{ name: 'a' } as never] }, 'ERR_SIGHTLINE_CONFIG_FIELD_INVALID', 'fields[0].bits must be a number'],
+    ['min above max', { fields: [{ name: 'a', bits: 4, min: 3, max: 2 }] }, 'ERR_SIGHTLINE_CONFIG_FIELD_INVALID', 'less than .max'],
+    ['min NaN', { fields: [{ name: 'a', bits: 4, min: NaN }] }, 'ERR_SIGHTLINE_CONFIG_FIELD_INVALID', '.min must be a finite'],
+    ['max a string', { fields: [{ name: 'a', bits: 4, max: '3' as never }] }, 'ERR_SIGHTLINE_CONFIG_FIELD_INVALID', '.max must be a number'],
+    ['a negative weight', { fields: [{ name: 'a', bits: 4, weight: -1 }] }, 'ERR_SIGHTLINE_CONFIG_FIELD_INVALID', '.weight'],
+    ['attributeBytes 256', { attributeBytes: 256 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', 'attributeBytes'],
+    ['attributeBytes 1.5', { attributeBytes: 1.5 }, 'ERR_SIGHTLINE_CONFIG_NOT_INTEGER', 'attributeBytes'],
+    ['attributeRepeatPasses 65536', { attributeRepeatPasses: 65536 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', 'attributeRepeatPasses'],
+    ['attributeShare 1', { attributeShare: 1 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', '1/64 to 63/64'],
+    ['attributeShare NaN', { attributeShare: NaN }, 'ERR_SIGHTLINE_CONFIG_NOT_FINITE', 'attributeShare'],
+    ['a payload too small for a record with fields', { payloadBytes: 30, fields: [{ name: 'a', bits: 24 }] }, 'ERR_SIGHTLINE_CONFIG_PAYLOAD_TOO_SMALL', '15-byte record'],
+    ['a payload too small for the largest attribute', { payloadBytes: 100, attributeBytes: 80 }, 'ERR_SIGHTLINE_CONFIG_PAYLOAD_TOO_SMALL', 'at least 107'],
+  ];
+  for (const [what, input, code, text] of bad) {
+    it(`refuse ${what}: ${code}`, () => {
+      expect(() => WorldConfig.build(input)).toThrow(expect.objectContaining({ code, message: expect.stringContaining(text) }));
+    });
+  }
 });

@@ -2,9 +2,10 @@ import { readFileSync } from 'node:fs';
 import { describe, it, expect } from 'vitest';
 import { mulberry32 as rng } from '../lib/random.js';
 
-import { WorldConfig } from '../lib/config.js';
+import { WorldConfig, type WorldConfigInput } from '../lib/config.js';
 import { createRawPacket, decodePacket, decodePacketRaw } from '../lib/decode.js';
 import { SightlineError } from '../lib/errors.js';
+import { encode as encodePacket, expectedRaw, fromHex, toHex, type WireLayout } from './helpers/wire.js';
 
 interface VectorUpdate {
   id: number;
@@ -14,10 +15,23 @@ interface VectorUpdate {
   xRaw: number;
   yRaw: number;
   zRaw: number;
+  fields?: Record<string, number>;
+  fieldsRaw?: number[];
+  kind?: number;
 }
 
-interface Vectors {
-  config: { regionRaw: number; regionShift: number; verticalRaw: number; zBits: number; quantShift: number };
+interface VectorConfig {
+  name: string;
+  input: WorldConfigInput;
+  regionRaw: number;
+  regionShift: number;
+  verticalRaw: number;
+  zBits: number;
+  quantShift: number;
+  recordBytes: number;
+  fields: { name: string; bits: number; min: number; max: number }[];
+  attributeBytes: number;
+  protocolHash: number;
   packets: Array<{
     name: string;
     bytes: number;
@@ -29,21 +43,18 @@ interface Vectors {
       tick: number;
       ack: number;
       ackBits: number;
+      events: { sequence: number; hex: string }[];
       despawns: number[];
       updates: VectorUpdate[];
+      attributes: { id: number; version: number; hex: string }[];
     };
   }>;
   rejects: Array<{ name: string; bytes: number; hex: string; code: string }>;
 }
 
-const vectors = JSON.parse(readFileSync(new URL('./vectors/packets.json', import.meta.url), 'utf8')) as Vectors;
+const vectors = JSON.parse(readFileSync(new URL('./vectors/packets.json', import.meta.url), 'utf8')) as { configs: VectorConfig[] };
 const config = WorldConfig.build();
-
-function fromHex(hex: string): Uint8Array {
-  const out = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  return out;
-}
+const defaults = vectors.configs[0];
 
 function codeOf(fn: () => unknown): string {
   try {
@@ -65,17 +76,6 @@ function errorOf(fn: () => unknown): SightlineError {
   throw new Error('expected a SightlineError');
 }
 
-// ---------------------------------------------------------------------------------------------
-// A tiny encoder, written from docs/wire-format.md (BigInt is fine here).
-
-interface Layout {
-  regionRaw: number;
-  regionShift: number;
-  verticalRaw: number;
-  zBits: number;
-  quantShift: number;
-}
-
 interface Update {
   id: number;
   x: number;
@@ -83,127 +83,108 @@ interface Update {
   z: number;
 }
 
-function pack(c: Layout, x: number, y: number, z: number): bigint {
-  const q = BigInt(c.quantShift);
-  const bits = BigInt(c.regionShift - c.quantShift);
-  const zHalf = Math.floor(c.verticalRaw / 2);
-  const zz = Math.min(Math.max(z + zHalf, 0), c.verticalRaw - 1);
-  return (BigInt(x) >> q) | ((BigInt(y) >> q) << bits) | ((BigInt(zz) >> q) << (2n * bits));
+// The v1-era shape of the tests below: positions only.
+function encode(c: WireLayout, h: { sequence: number; tick: number; flags?: number; version?: number }, despawns: number[], updates: Update[]): Uint8Array {
+  return encodePacket(c, { ...h, despawns, updates });
 }
-
-function encode(
-  c: Layout,
-  h: { sequence: number; tick: number; flags?: number; version?: number },
-  despawns: number[],
-  updates: Update[],
-): Uint8Array {
-  const bytes = new Uint8Array(16 + 4 * despawns.length + 12 * updates.length);
-  const v = new DataView(bytes.buffer);
-  v.setUint8(0, h.version ?? 1);
-  v.setUint8(1, h.flags ?? 0);
-  v.setUint16(2, h.sequence, true);
-  v.setUint32(4, h.tick, true);
-  v.setUint16(8, 0, true);
-  v.setUint16(10, 0, true);
-  v.setUint16(12, despawns.length, true);
-  v.setUint16(14, updates.length, true);
-  let p = 16;
-  for (const d of despawns) {
-    v.setUint32(p, d, true);
-    p += 4;
-  }
-  for (const u of updates) {
-    v.setUint32(p, u.id, true);
-    v.setBigUint64(p + 4, pack(c, u.x, u.y, u.z), true);
-    p += 12;
-  }
-  return bytes;
-}
-
-// What the client decodes for a raw position: quantized, z clamped to the vertical extent.
-function expectedRaw(c: Layout, u: Update): Update {
-  const q = 2 ** c.quantShift;
-  const zHalf = Math.floor(c.verticalRaw / 2);
-  const zz = Math.min(Math.max(u.z + zHalf, 0), c.verticalRaw - 1);
-  return {
-    id: u.id,
-    x: Math.floor(u.x / q) * q,
-    y: Math.floor(u.y / q) * q,
-    z: Math.floor(zz / q) * q - zHalf,
-  };
-}
-
 
 // ---------------------------------------------------------------------------------------------
 
-describe('test vectors', () => {
-  it('were made for the default configuration', () => {
-    expect(config.regionRaw).toBe(vectors.config.regionRaw);
-    expect(config.regionShift).toBe(vectors.config.regionShift);
-    expect(config.verticalRaw).toBe(vectors.config.verticalRaw);
-    expect(config.zBits).toBe(vectors.config.zBits);
-    expect(config.quantShift).toBe(vectors.config.quantShift);
+for (const vc of vectors.configs) {
+  describe(`test vectors: ${vc.name} configuration`, () => {
+    const c = WorldConfig.build(vc.input);
+
+    it('describe the configuration they were made for, protocol hash included', () => {
+      expect(c.regionRaw).toBe(vc.regionRaw);
+      expect(c.regionShift).toBe(vc.regionShift);
+      expect(c.verticalRaw).toBe(vc.verticalRaw);
+      expect(c.zBits).toBe(vc.zBits);
+      expect(c.quantShift).toBe(vc.quantShift);
+      expect(c.recordBytes).toBe(vc.recordBytes);
+      expect(c.attributeBytes).toBe(vc.attributeBytes);
+      expect(c.fields.map((f) => ({ name: f.name, bits: f.bits, min: f.min, max: f.max }))).toEqual(vc.fields);
+      expect(c.protocolHash).toBe(vc.protocolHash);
+    });
+
+    for (const v of vc.packets) {
+      it(`decodes ${v.name}`, () => {
+        const bytes = fromHex(v.hex);
+        expect(bytes.length).toBe(v.bytes);
+        const p = decodePacket(bytes, c);
+        const e = v.expected;
+        expect(p.version).toBe(e.version);
+        expect(p.flags).toBe(e.flags);
+        expect(p.sequence).toBe(e.sequence);
+        expect(p.tick).toBe(e.tick);
+        expect(p.ack).toBe(e.ack);
+        expect(p.ackBits).toBe(e.ackBits);
+        expect(p.events.map((x) => ({ sequence: x.sequence, hex: toHex(x.bytes) }))).toEqual(e.events);
+        expect(p.despawns).toBeInstanceOf(Uint32Array);
+        expect(Array.from(p.despawns)).toEqual(e.despawns);
+        expect(p.updates).toEqual(
+          e.updates.map((u) => ({
+            id: u.id,
+            x: u.x,
+            y: u.y,
+            z: u.z,
+            ...(u.fields ? { fields: u.fields } : {}),
+            ...(u.kind !== undefined ? { kind: u.kind } : {}),
+          })),
+        );
+        expect(p.attributes.map((a) => ({ id: a.id, version: a.version, hex: toHex(a.bytes) }))).toEqual(e.attributes);
+      });
+
+      it(`decodes ${v.name} into raw arrays`, () => {
+        const r = decodePacketRaw(fromHex(v.hex), c);
+        const e = v.expected;
+        expect(r.sequence).toBe(e.sequence);
+        expect(r.tick).toBe(e.tick);
+        expect(r.despawnCount).toBe(e.despawns.length);
+        expect(r.updateCount).toBe(e.updates.length);
+        expect(Array.from(r.despawns)).toEqual(e.despawns);
+        expect(Array.from(r.ids)).toEqual(e.updates.map((u) => u.id));
+        expect(Array.from(r.x)).toEqual(e.updates.map((u) => u.xRaw));
+        expect(Array.from(r.y)).toEqual(e.updates.map((u) => u.yRaw));
+        expect(Array.from(r.z)).toEqual(e.updates.map((u) => u.zRaw));
+        expect(r.fieldCount).toBe(vc.fields.length);
+        expect(Array.from(r.fields.subarray(0, r.updateCount * r.fieldCount))).toEqual(e.updates.flatMap((u) => u.fieldsRaw ?? []));
+        const kinds = e.updates.filter((u) => u.kind !== undefined);
+        expect(r.kindCount).toBe(kinds.length);
+        expect(Array.from(r.kindIds.subarray(0, r.kindCount))).toEqual(kinds.map((u) => u.id));
+        expect(Array.from(r.kinds.subarray(0, r.kindCount))).toEqual(kinds.map((u) => u.kind));
+        expect(r.attributeCount).toBe(e.attributes.length);
+        expect(Array.from(r.attributeVersions.subarray(0, r.attributeCount))).toEqual(e.attributes.map((a) => a.version));
+      });
+
+      it(`throws TRUNCATED for every prefix of ${v.name}`, () => {
+        const bytes = fromHex(v.hex);
+        for (let len = 0; len < bytes.length; len++) {
+          const code = codeOf(() => decodePacket(bytes.subarray(0, len), c));
+          if (code !== 'ERR_SIGHTLINE_PACKET_TRUNCATED') expect.fail(`length ${len}: ${code}`);
+        }
+      });
+
+      it(`throws OVERSIZED for ${v.name} plus one byte`, () => {
+        const bytes = fromHex(v.hex);
+        const longer = new Uint8Array(bytes.length + 1);
+        longer.set(bytes);
+        const err = errorOf(() => decodePacket(longer, c));
+        expect(err.code).toBe('ERR_SIGHTLINE_PACKET_OVERSIZED');
+        expect(err.message).toContain(`${bytes.length + 1} bytes`);
+        expect(err.message).toContain('1 trailing byte');
+      });
+    }
+
+    for (const r of vc.rejects) {
+      it(`rejects ${r.name}: ${r.code}`, () => {
+        const bytes = fromHex(r.hex);
+        expect(bytes.length).toBe(r.bytes);
+        expect(codeOf(() => decodePacket(bytes, c))).toBe(r.code);
+        expect(codeOf(() => decodePacketRaw(bytes, c, createRawPacket()))).toBe(r.code);
+      });
+    }
   });
-
-  for (const v of vectors.packets) {
-    it(`decodes ${v.name}`, () => {
-      const bytes = fromHex(v.hex);
-      expect(bytes.length).toBe(v.bytes);
-      const p = decodePacket(bytes, config);
-      const e = v.expected;
-      expect(p.version).toBe(e.version);
-      expect(p.flags).toBe(e.flags);
-      expect(p.sequence).toBe(e.sequence);
-      expect(p.tick).toBe(e.tick);
-      expect(p.ack).toBe(e.ack);
-      expect(p.ackBits).toBe(e.ackBits);
-      expect(p.despawns).toBeInstanceOf(Uint32Array);
-      expect(Array.from(p.despawns)).toEqual(e.despawns);
-      expect(p.updates).toEqual(e.updates.map((u) => ({ id: u.id, x: u.x, y: u.y, z: u.z })));
-    });
-
-    it(`decodes ${v.name} into raw arrays`, () => {
-      const r = decodePacketRaw(fromHex(v.hex), config);
-      const e = v.expected;
-      expect(r.sequence).toBe(e.sequence);
-      expect(r.tick).toBe(e.tick);
-      expect(r.despawnCount).toBe(e.despawns.length);
-      expect(r.updateCount).toBe(e.updates.length);
-      expect(Array.from(r.despawns)).toEqual(e.despawns);
-      expect(Array.from(r.ids)).toEqual(e.updates.map((u) => u.id));
-      expect(Array.from(r.x)).toEqual(e.updates.map((u) => u.xRaw));
-      expect(Array.from(r.y)).toEqual(e.updates.map((u) => u.yRaw));
-      expect(Array.from(r.z)).toEqual(e.updates.map((u) => u.zRaw));
-    });
-
-    it(`throws TRUNCATED for every prefix of ${v.name}`, () => {
-      const bytes = fromHex(v.hex);
-      for (let len = 0; len < bytes.length; len++) {
-        const code = codeOf(() => decodePacket(bytes.subarray(0, len), config));
-        if (code !== 'ERR_SIGHTLINE_PACKET_TRUNCATED') expect.fail(`length ${len}: ${code}`);
-      }
-    });
-
-    it(`throws OVERSIZED for ${v.name} plus one byte`, () => {
-      const bytes = fromHex(v.hex);
-      const longer = new Uint8Array(bytes.length + 1);
-      longer.set(bytes);
-      const err = errorOf(() => decodePacket(longer, config));
-      expect(err.code).toBe('ERR_SIGHTLINE_PACKET_OVERSIZED');
-      expect(err.message).toContain(`${bytes.length + 1} bytes`);
-      expect(err.message).toContain('1 trailing byte');
-    });
-  }
-
-  for (const r of vectors.rejects) {
-    it(`rejects ${r.name}: ${r.code}`, () => {
-      const bytes = fromHex(r.hex);
-      expect(bytes.length).toBe(r.bytes);
-      expect(codeOf(() => decodePacket(bytes, config))).toBe(r.code);
-      expect(codeOf(() => decodePacketRaw(bytes, config, createRawPacket()))).toBe(r.code);
-    });
-  }
-});
+}
 
 describe('decodePacketRaw', () => {
   it('reuses the arrays of out', () => {
@@ -211,7 +192,7 @@ describe('decodePacketRaw', () => {
     expect(out.ids.length).toBe(98);
     expect(out.despawns.length).toBe(296);
     const arrays = [out.despawns, out.ids, out.x, out.y, out.z];
-    for (const v of vectors.packets) {
+    for (const v of defaults.packets) {
       const r = decodePacketRaw(fromHex(v.hex), config, out);
       expect(r).toBe(out);
       expect([r.despawns, r.ids, r.x, r.y, r.z]).toEqual(arrays);
@@ -231,7 +212,7 @@ describe('decodePacketRaw', () => {
   it('replaces arrays that are too short', () => {
     const out = createRawPacket(16);
     expect(out.ids.length).toBe(0);
-    const v = vectors.packets.find((p) => p.name === 'max-despawns')!;
+    const v = defaults.packets.find((p) => p.name === 'max-despawns')!;
     const r = decodePacketRaw(fromHex(v.hex), config, out);
     expect(r.ids.length).toBeGreaterThanOrEqual(49);
     expect(r.despawns.length).toBeGreaterThanOrEqual(148);
@@ -239,7 +220,7 @@ describe('decodePacketRaw', () => {
   });
 
   it('accepts a Node Buffer and a view into a larger buffer', () => {
-    const v = vectors.packets.find((p) => p.name === 'despawns-and-updates')!;
+    const v = defaults.packets.find((p) => p.name === 'despawns-and-updates')!;
     const bytes = fromHex(v.hex);
     expect(decodePacket(Buffer.from(bytes), config).updates).toHaveLength(3);
     const backing = new Uint8Array(bytes.length + 20).fill(0xee);
@@ -263,9 +244,9 @@ describe('rejections', () => {
     }
   });
 
-  it('rejects every version but 1', () => {
+  it('rejects every version but 2', () => {
     for (let version = 0; version < 256; version++) {
-      if (version === 1) continue;
+      if (version === 2) continue;
       const bytes = ok.slice();
       bytes[0] = version;
       const err = errorOf(() => decodePacket(bytes, config));
@@ -274,8 +255,9 @@ describe('rejections', () => {
     }
   });
 
-  it('rejects nonzero flags', () => {
-    for (let flags = 1; flags < 256; flags++) {
+  it('rejects flags other than events (1), kinds (2) and attributes (4), and attributes where the layout has none', () => {
+    for (let flags = 4; flags < 256; flags++) {
+      if (flags & 3) continue;
       const bytes = ok.slice();
       bytes[1] = flags;
       expect(codeOf(() => decodePacket(bytes, config))).toBe('ERR_SIGHTLINE_PACKET_INCONSISTENT');
@@ -284,7 +266,7 @@ describe('rejections', () => {
 
   it('rejects packets longer than 65507 bytes', () => {
     const big = new Uint8Array(65508);
-    big[0] = 1;
+    big[0] = 2;
     expect(codeOf(() => decodePacket(big, config))).toBe('ERR_SIGHTLINE_PACKET_OVERSIZED');
   });
 
@@ -355,11 +337,23 @@ describe('round trip', () => {
         const regionShift = int(10, 26);
         const regionSize = 2 ** (regionShift - 10);
         const verticalRaw = rand() < 0.3 ? 2 ** int(1, 26) : int(2, 2 ** 26);
+        // Fields: up to 5 of 1 to 31 bits, at most 64 together; attributes half the time.
+        const fields: { name: string; bits: number; min?: number; max?: number }[] = [];
+        for (let k = int(0, 5), total = 0; k > 0; k--) {
+          const bits = int(1, Math.min(31, 64 - total));
+          if (bits < 1 || total + bits > 64) break;
+          total += bits;
+          fields.push(rand() < 0.5 ? { name: `f${fields.length}`, bits } : { name: `f${fields.length}`, bits, min: -rand() * 100, max: rand() * 1000 + 1 });
+        }
+        const attributeBytes = rand() < 0.5 ? 0 : int(0, 255);
         const c = WorldConfig.build({
           regionSize,
           verticalExtent: verticalRaw / 1024,
           viewRadius: regionSize / 4,
           maxSpeed: 0.001,
+          fields,
+          attributeBytes,
+          payloadBytes: 65507,
         });
         expect(c.verticalRaw).toBe(verticalRaw);
         const zHalf = Math.floor(verticalRaw / 2);
@@ -375,22 +369,41 @@ describe('round trip', () => {
         };
         const coord = (limit: number) => (rand() < 0.15 ? [0, limit - 1][int(0, 1)] : int(0, limit - 1));
         const despawns = Array.from({ length: int(0, 40) }, freshId);
-        const updates: Update[] = Array.from({ length: int(0, 120) }, () => ({
+        const updates = Array.from({ length: int(0, 120) }, () => ({
           id: freshId(),
           x: coord(c.regionRaw),
           y: coord(c.regionRaw),
           // Mostly inside the extent; sometimes outside, where the encoder clamps.
           z: rand() < 0.1 ? int(-zHalf - 5000, verticalRaw - zHalf + 5000) : coord(verticalRaw) - zHalf,
+          fields: c.fields.map((f) => (rand() < 0.2 ? [0, 2 ** f.bits - 1][int(0, 1)] : int(0, 2 ** f.bits - 1))),
         }));
+        const kinds = updates.filter(() => rand() < 0.2).map((u): [number, number] => [u.id, int(0, 65535)]);
+        const attributes =
+          attributeBytes === 0
+            ? []
+            : [...updates.filter(() => rand() < 0.2).map((u) => u.id), ...Array.from({ length: int(0, 5) }, freshId)].map(
+                (id): [number, number, Uint8Array] => [id, int(1, 0xffffffff), Uint8Array.from({ length: int(0, attributeBytes) }, () => int(0, 255))],
+              );
         const header = { sequence: int(0, 65535), tick: int(0, 0xffffffff) };
-        const bytes = encode(c, header, despawns, updates);
+        const bytes = encodePacket(c, { ...header, despawns, updates, kinds, attributes });
 
         const p = decodePacket(bytes, c);
         expect(p.sequence).toBe(header.sequence);
         expect(p.tick).toBe(header.tick);
         expect(Array.from(p.despawns)).toEqual(despawns);
-        const want = updates.map((u) => expectedRaw(c, u));
-        expect(p.updates).toEqual(want.map((u) => ({ id: u.id, x: u.x / 1024, y: u.y / 1024, z: u.z / 1024 })));
+        const want = updates.map((u) => ({ id: u.id, ...expectedRaw(c, u) }));
+        const kindOf = new Map(kinds);
+        expect(p.updates).toEqual(
+          want.map((u, i) => ({
+            id: u.id,
+            x: u.x / 1024,
+            y: u.y / 1024,
+            z: u.z / 1024,
+            ...(c.fields.length ? { fields: Object.fromEntries(c.fields.map((f, k) => [f.name, c.fieldFromRaw(f.name, updates[i].fields[k])])) } : {}),
+            ...(kindOf.has(u.id) ? { kind: kindOf.get(u.id) } : {}),
+          })),
+        );
+        expect(p.attributes.map((a) => [a.id, a.version, Array.from(a.bytes)])).toEqual(attributes.map(([id, v, b]) => [id, v, Array.from(b)]));
 
         const r = decodePacketRaw(bytes, c, out);
         const n = r.updateCount;
@@ -398,6 +411,7 @@ describe('round trip', () => {
         expect(Array.from(r.x.subarray(0, n))).toEqual(want.map((u) => u.x));
         expect(Array.from(r.y.subarray(0, n))).toEqual(want.map((u) => u.y));
         expect(Array.from(r.z.subarray(0, n))).toEqual(want.map((u) => u.z));
+        expect(Array.from(r.fields.subarray(0, n * c.fields.length))).toEqual(updates.flatMap((u) => u.fields));
         for (let i = 0; i < n; i++) {
           expect(r.z[i]).toBeGreaterThanOrEqual(-zHalf);
           expect(r.z[i]).toBeLessThan(verticalRaw - zHalf);

@@ -7,7 +7,8 @@ const DERIVED = [
   'regionRaw', 'regionShift', 'verticalRaw', 'zBits', 'viewRadiusRaw', 'cellRaw', 'cellShift', 'cellsPerAxis',
   'cellCount', 'cellRadius', 'maxMovePerTickRaw', 'payloadBytes', 'eventReserveBytes', 'slotsPerPacket', 'walkCap',
   'ghostCap', 'ghostTableCapacity', 'graceTicks', 'denseCellThreshold', 'subGridDivisions', 'subShift', 'newDriftRaw',
-  'quantShift', 'protocolHash', 'bandWeights',
+  'quantShift', 'protocolHash', 'bandWeights', 'fields', 'fieldBits', 'fieldBytes', 'recordBytes', 'minPayloadBytes',
+  'attributeBytes', 'attributeRepeatPasses', 'attributeShareQ16',
 ] as const;
 
 function outcome(f: () => unknown): { ok: true; value: Record<string, unknown> } | { ok: false; code: string } {
@@ -85,6 +86,63 @@ describe('TypeScript and native configuration agree', () => {
       { newDrift: 1 / 1024 },
       { newDrift: 0.0009 },
       { newDrift: 4194304 },
+      { fields: [{ name: 'yaw', bits: 10, min: 0, max: 6.283185307179586 }, { name: 'anim', bits: 6 }, { name: 'health', bits: 8, max: 100, weight: 0.5 }] },
+      { fields: [{ name: 'a', bits: 31 }, { name: 'b', bits: 31 }, { name: 'c', bits: 2 }] },
+      { fields: [{ name: 'a', bits: 31 }, { name: 'b', bits: 31 }, { name: 'c', bits: 3 }] },
+      { fields: [{ name: 'a', bits: 8 }, { name: 'a', bits: 8 }] },
+      { fields: [{ name: 'a', bits: 8 }, { name: 'a', bits: 40 }] },
+      { fields: [{ name: 'a', bits: 40 }, { name: 'a', bits: 40 }] },
+      { fields: [{ name: '', bits: 8 }] },
+      { fields: [{ name: '9a', bits: 8 }] },
+      { fields: [{ name: 'a'.repeat(32), bits: 8 }] },
+      { fields: [{ name: 'a'.repeat(33), bits: 8 }] },
+      { fields: [JSON.parse('{"name":"__proto__","bits":1}')] },
+      { fields: [{ name: 'é', bits: 8 }] },
+      { fields: [{ name: 'a', bits: 0 }] },
+      { fields: [{ name: 'a', bits: 32 }] },
+      { fields: [{ name: 'a', bits: NaN }] },
+      { fields: [{ name: 'a', bits: 2.5 }] },
+      { fields: [{ name: 'a', bits: 8, min: 5, max: 5 }] },
+      { fields: [{ name: 'a', bits: 8, min: -Infinity }] },
+      { fields: [{ name: 'a', bits: 8, max: 1e308 }] },
+      { fields: [{ name: 'a', bits: 8, min: -1e308, max: 1e308 }] },
+      { fields: [{ name: 'a', bits: 8, weight: 0 }] },
+      { fields: [{ name: 'a', bits: 8, weight: 4194303.9990234375 }] },
+      { fields: [{ name: 'a', bits: 8, weight: 4194304 }] },
+      { fields: [{ name: 'a', bits: 8, weight: 0.0004 }] },
+      { fields: [{ name: 'a', bits: 8, min: undefined, max: undefined, weight: undefined }] },
+      { fields: [{ name: 'a', bits: 8, extra: 1 } as never] },
+      { fields: [{ bits: 8 } as never] },
+      { fields: [{ name: 'a', bits: '8' } as never] },
+      { fields: [{ name: 'a', bits: 8, min: '0' } as never] },
+      { fields: [null as never] },
+      { fields: [[1] as never] },
+      { fields: [new Map() as never] },
+      { fields: {} as never },
+      { fields: 'yaw' as never },
+      { fields: null },
+      { fields: [] },
+      { regionSize: 3000, fields: [{ name: 'a', bits: 99 }] },
+      { fields: [{ name: 'a', bits: 99 }], attributeBytes: 300 },
+      { attributeBytes: 255 },
+      { attributeBytes: 256 },
+      { attributeBytes: -1 },
+      { attributeBytes: 0.5 },
+      { attributeRepeatPasses: 0 },
+      { attributeRepeatPasses: 65535 },
+      { attributeRepeatPasses: 65536 },
+      { attributeShare: 1 / 64 },
+      { attributeShare: 63 / 64 },
+      { attributeShare: 0.01 },
+      { attributeShare: 0.99 },
+      { attributeShare: 1 / 3 },
+      { attributeShare: Infinity },
+      { attributeShare: 'x' as never },
+      { payloadBytes: 30, fields: [{ name: 'a', bits: 24 }] },
+      { payloadBytes: 31, fields: [{ name: 'a', bits: 24 }] },
+      { payloadBytes: 106, attributeBytes: 80 },
+      { payloadBytes: 107, attributeBytes: 80 },
+      { payloadBytes: 27, fields: [{ name: 'a', bits: 24 }] },
     ];
     for (const c of cases) compare(c);
   });
@@ -103,6 +161,18 @@ describe('TypeScript and native configuration agree', () => {
         if (r() < 0.3) input.verticalExtent = pick([1, 100, 1024, 4096.5, 65536]);
         if (r() < 0.3) input.payloadBytes = pick([20, 28, 100, 576, 1200, 9000, 65507, 65508]);
         if (r() < 0.2) input.eventReserveBytes = pick([0, 4, 100, 500]);
+        if (r() < 0.3) {
+          const n = Math.floor(r() * 5);
+          input.fields = Array.from({ length: n }, (_, k) => ({
+            name: pick([`f${k}`, `f${k}`, 'dup', 'bad-name']),
+            bits: pick([1, 5, 8, 16, 31, 32, 0]),
+            ...(r() < 0.3 ? { min: pick([-10, 0, 3.5]) } : {}),
+            ...(r() < 0.3 ? { max: pick([1, 100, 1e6]) } : {}),
+            ...(r() < 0.3 ? { weight: pick([0, 0.25, 1, 10, -1]) } : {}),
+          }));
+        }
+        if (r() < 0.2) input.attributeBytes = pick([0, 1, 32, 255, 256]);
+        if (r() < 0.1) input.attributeShare = pick([0.1, 0.25, 0.5, 0, 1]);
         compare(input);
       }
     });
@@ -132,6 +202,10 @@ describe('TypeScript and native configuration agree', () => {
       const c = WorldConfig.build(changed);
       expect(c.protocolHash).not.toBe(base.protocolHash);
       expect(native.buildConfig(changed).protocolHash).toBe(c.protocolHash);
+    }
+    for (const changed of [{ fields: [{ name: 'a', bits: 3 }] }, { attributeBytes: 16 }, { fields: [{ name: 'a', bits: 3, min: 1 }] }]) {
+      expect(native.buildConfig(changed).protocolHash).toBe(WorldConfig.build(changed).protocolHash);
+      expect(WorldConfig.build(changed).protocolHash).not.toBe(base.protocolHash);
     }
     for (const same of [{ viewRadius: 100 }, { payloadBytes: 600 }, { maxSpeed: 10 }, { ghostCap: 64 }]) {
       expect(WorldConfig.build(same).protocolHash).toBe(base.protocolHash);

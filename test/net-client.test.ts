@@ -1,6 +1,6 @@
 // Over 500 lines as one file: ClientWorld's rules, case by case on hand-made packets, then end to end over LossyLink against the server's ghost table.
 import { describe, it, expect } from 'vitest';
-import { World, WorldConfig, type EntityId } from '../lib/index.js';
+import { PROTOCOL_VERSION, World, WorldConfig, type EntityId } from '../lib/index.js';
 import { ClientWorld, type ClientEntity } from '../lib/net/client-world.js';
 import { LossyLink, mulberry32 } from '../lib/net/lossy-link.js';
 import { decodeControl, MSG_ACK } from '../lib/net/protocol.js';
@@ -25,7 +25,7 @@ function packet(sequence: number, despawns: number[], updates: Rec[], tick = seq
   const eventBytes = events ? 3 + events.payloads.reduce((n, e) => n + 2 + e.length, 0) : 0;
   const b = new Uint8Array(16 + eventBytes + 4 * despawns.length + 12 * updates.length);
   const v = new DataView(b.buffer);
-  b[0] = 1;
+  b[0] = PROTOCOL_VERSION;
   v.setUint16(2, sequence & 0xffff, true);
   v.setUint32(4, tick >>> 0, true);
   v.setUint16(12, despawns.length, true);

@@ -228,7 +228,7 @@ describe('input over UDP', () => {
       const port = (raw.s.address() as { port: number }).port;
       const packets: Uint8Array[] = [];
       raw.s.on('message', (m) => {
-        if (m[0] === 1) packets.push(new Uint8Array(m));
+        if (m[0] === 2) packets.push(new Uint8Array(m)); // game packets: byte 0 is the protocol version
       });
       const send = (b: Uint8Array) => h.server.handleDatagram(b, HOST, port);
       // Reliable 0, 1 and 3 arrive (2 is missing): expected next 2, and 3 held (bit 0).

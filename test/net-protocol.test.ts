@@ -42,6 +42,8 @@ import {
   helloBytes,
   layoutOf,
   refuseError,
+  welcomeCarriesLayout,
+  type WelcomeMessage,
 } from '../lib/net/protocol.js';
 import { rng } from './helpers/model.js';
 
@@ -152,7 +154,7 @@ describe('control messages: round trips', () => {
     expect(decodeControl(b)).toEqual({
       type: MSG_HELLO,
       netVersion: 2,
-      version: 1,
+      version: 2,
       protocolHash: 0xdf87a786,
       nonce: 0xffffffff,
       cookie: null,
@@ -226,7 +228,8 @@ describe('control messages: round trips', () => {
   });
 
   it('datagramKind tells game packets from control messages', () => {
-    expect(datagramKind(Uint8Array.of(1, 0))).toBe('game');
+    expect(datagramKind(Uint8Array.of(2, 0))).toBe('game');
+    expect(datagramKind(Uint8Array.of(1, 0))).toBe('unknown');  // a version 1 packet is not one of ours
     for (const b of every()) expect(datagramKind(b)).toBe('control');
     expect(datagramKind(Uint8Array.of(0xaf))).toBe('control');
     expect(datagramKind(Uint8Array.of(0xb0))).toBe('unknown');
@@ -311,9 +314,12 @@ describe('control messages: strict decoding', () => {
     expect(code(() => decodeControl(tooLong))).toBe('ERR_SIGHTLINE_NET_MALFORMED');
 
     const w = encodeWelcome(welcomeFor(config));
-    const wrongHash = w.slice();
-    wrongHash[17] ^= 1;
-    expect(code(() => decodeControl(wrongHash))).toBe('ERR_SIGHTLINE_NET_MALFORMED');
+    // A hash the position layout does not give is a server with fields or attributes (the WELCOME
+    // does not carry them): it decodes, and says its layout is not the whole story.
+    const otherHash = w.slice();
+    otherHash[17] ^= 1;
+    expect(welcomeCarriesLayout(decodeControl(w) as WelcomeMessage)).toBe(true);
+    expect(welcomeCarriesLayout(decodeControl(otherHash) as WelcomeMessage)).toBe(false);
     const notPow2 = w.slice();
     notPow2[21] = 1; // regionRaw 2^22 + 1
     expect(code(() => decodeControl(notPow2))).toBe('ERR_SIGHTLINE_NET_MALFORMED');
@@ -372,7 +378,7 @@ describe('control messages: strict decoding', () => {
     expect(code(() => encodeInput({ token, kind: 0, sequence: 0, payload: new Uint8Array(INPUT_MAX_BYTES + 1) }))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
     expect(code(() => encodeChallenge({ nonce: 0, cookie: new Uint8Array(8) }))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
     expect(code(() => encodeRefuse({ nonce: 0, code: 1, text: 5 as unknown as string }))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
-    expect(code(() => encodeWelcome({ ...welcomeFor(config), protocolHash: 1 }))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
+    expect(welcomeCarriesLayout(decodeControl(encodeWelcome({ ...welcomeFor(config), protocolHash: 1 })) as WelcomeMessage)).toBe(false);
     expect(code(() => encodeWelcome({ ...welcomeFor(config), maxInputBytes: INPUT_MAX_BYTES + 1 }))).toBe('ERR_SIGHTLINE_INVALID_ARGUMENT');
     // Not an object at all: coded, not a TypeError.
     for (const bad of [null, undefined, 5]) {

@@ -113,7 +113,7 @@ describe('UDP transport on loopback', () => {
     for (let i = 0; i < 40; i++) {
       const b = new Uint8Array(1 + Math.floor(r() * 120));
       for (let k = 0; k < b.length; k++) b[k] = Math.floor(r() * 256);
-      if (b[0] >= 0xa0 && b[0] <= 0xa5) b[0] = 0x37; // garbage, not a control type
+      if ((b[0] >= 0xa0 && b[0] <= 0xa5) || b[0] === 2) b[0] = 0x37; // garbage, not a control type nor a game packet
       bad.push(b);
     }
     const hello = encodeHello({ protocolHash: config.protocolHash, nonce: 1 });
@@ -123,7 +123,7 @@ describe('UDP transport on loopback', () => {
     bad.push(badMagic);
     bad.push(new Uint8Array(1500).fill(0xa0)); // oversized
     bad.push(new Uint8Array(60_000).fill(0xa3)); // oversized
-    bad.push(Uint8Array.of(1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)); // a game packet, wrong direction
+    bad.push(Uint8Array.of(2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)); // a game packet (version 2), wrong direction
     bad.push(Uint8Array.of(0xa3, 1, 2)); // truncated ACK
     bad.push(Uint8Array.of(0xa4, 0)); // a BYE of the revision without tokens
     bad.push(Uint8Array.of(0xa5)); // a PING of the revision without tokens
@@ -213,7 +213,7 @@ describe('UDP transport on loopback', () => {
     const { avatar } = await client(h);
     const before = { ...h.server.counters };
     const packet = new Uint8Array(16);
-    packet[0] = 1;
+    packet[0] = 2;
     for (const bad of [null, 'abc', [1, 2], new Uint8Array(0), new Uint8Array(15).fill(1), new Uint16Array(16), new Uint8Array(16), new Uint8Array(70_000).fill(1)]) {
       expect(() => h.server.send(avatar, bad as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     }

@@ -26,7 +26,7 @@ namespace {
 
 struct Options {
   std::string scenario = "town-square";
-  std::string mode = "pass";  // pass | snapshot | gather | wake | pair | controls
+  std::string mode = "pass";  // pass | snapshot | gather | wake | pair | state | controls
   std::string controls = "none";  // none | meet | filter (see applyControls); --mode controls: meet unless given
   uint32_t entities = 8192;
   uint32_t viewers = 0;  // 0 = scenario default
@@ -40,15 +40,22 @@ struct Options {
   std::string walk = "jitter";  // jitter | wander
   bool digest = false;  // print a digest of every packet (to check that two builds send the same bytes)
   double gapMs = 15;  // --mode wake: idle time before each dispatch
+  double attributeBytes = 32;   // --mode state: the attributes' size
+  double attributeRate = 0.1;   // --mode state: the share of entities whose attributes change each second
+  bool kinds = false;           // --mode state: every entity has a kind (1 to 4)
+  double repeatPasses = -1;     // --mode state: attributeRepeatPasses (-1: the default, 20)
+  bool acks = false;            // viewers acknowledge every packet as soon as it is written (both scenes alike)
+  bool warmupGiven = false;
 };
 
 void usage(const char* problem = nullptr, int code = 2) {
   if (problem) std::fprintf(stderr, "bench-core: %s\n", problem);
   std::fprintf(code == 0 ? stdout : stderr,
-               "usage: bench-core [--scenario uniform|town-square|crowd|crowd-50k] [--mode pass|snapshot|gather|wake|pair|controls]\n"
+               "usage: bench-core [--scenario uniform|town-square|crowd|crowd-50k] [--mode pass|snapshot|gather|wake|pair|state|controls]\n"
                "             [--entities N] [--viewers N] [--threads N] [--ticks N] [--warmup N]\n"
                "             [--walk-cap N|inf] [--ghost-cap N] [--dense N|inf] [--still] [--gap-ms N]\n"
-               "             [--walk jitter|wander] [--controls none|meet|filter|groups|weights|radii|boost] [--digest] [--help]\n"
+               "             [--walk jitter|wander] [--digest] [--attribute-bytes N] [--attribute-rate R] [--kinds] [--acks]\n"
+               "             [--controls none|meet|filter|groups|weights|radii|boost] [--help]\n"
                "  Prints one JSON line; times are medians over the --ticks measured after --warmup ticks\n"
                "  (passMs: the pass of every viewer; perViewerUs: passMs / viewers served).\n"
                "  --scenario crowd: 60%% of --entities in one cell; crowd-50k: crowd, --entities 50000 by default (herd's crowd-50k)\n"
@@ -60,6 +67,12 @@ void usage(const char* problem = nullptr, int code = 2) {
                "               when the pool sat idle --gap-ms before it (the thread count includes the caller)\n"
                "  --mode pair: two identical scenes on one thread each, first one alone, then both at once:\n"
                "               how much the machine's cores slow each other (slowdown = both / alone)\n"
+               "  --mode state: two identical scenes ticked in turn (ABBA), one with positions only, one with a\n"
+               "               24-bit field schema (yaw 10, anim 6, health 8) written every tick, a kind per entity and\n"
+               "               --attribute-bytes N (32) attributes on every entity, --attribute-rate R (0.1) of them\n"
+               "               changing a second at 20 Hz (--kinds: and a kind each): the pass time of each and their\n"
+               "               ratio; --warmup 80 unless given\n"
+               "  --acks: viewers acknowledge every packet right after its pass\n"
                "  --mode controls: two identical scenes, the second with the interest controls in use, their\n"
                "               ticks interleaved (one of each in turn, same pool): plainMs, controlsMs, ratio\n"
                "               (of the medians) and pairedRatio (median of each tick pair's ratio)\n"
@@ -133,7 +146,7 @@ struct Scene {
       else w.entities().spawn(uni(0, region), uni(0, region), 0);
     }
     viewers = std::min(o.viewers ? o.viewers : std::min<uint32_t>(o.entities, 8192), o.entities);
-    for (uint32_t i = 0; i < viewers; ++i) w.addViewer(w.entities().idOfSlot(i), ViewerOptions{0, 1});
+    for (uint32_t i = 0; i < viewers; ++i) w.addViewer(w.entities().idOfSlot(i), ViewerOptions{0, 1, opts.acks});
     hx.resize(o.entities), hy.resize(o.entities), turn.resize(o.entities), px.resize(o.entities), py.resize(o.entities);
     std::uniform_real_distribution<double> angle(0, 6.283185307179586);
     for (uint32_t s = 0; s < o.entities; ++s) {
@@ -167,9 +180,107 @@ struct Scene {
     move();
     w.prepareTick(pool.size());
     w.runPass(pool);
+    acknowledge();
     return w.passMicros;
   }
+  // With --acks: each viewer's client acknowledges every packet it was sent (after the pass).
+  void acknowledge() {
+    if (!o.acks) return;
+    for (uint32_t i = 0; i < viewers; ++i) {
+      const Viewer& v = w.viewerAt(i);
+      if (v.passes > 0) w.acknowledge(v.avatarId, uint16_t(v.sequence - 1), 0xffffffffu);
+    }
+  }
 };
+
+// The state a game keeps beside positions, for --mode state: yaw from each entity's heading, an
+// animation state from its speed (walking, or idle every 16th tick), health that drops now and then,
+// attributes (a name) of which --attribute-rate change a second at 20 Hz, and with --kinds a kind
+// per entity (1 to 4).
+struct StateWriter {
+  const Options& o;
+  std::mt19937 rng{777};
+  uint32_t attributeBytes;
+  explicit StateWriter(const Options& opts) : o(opts), attributeBytes(uint32_t(opts.attributeBytes)) {}
+  static ConfigInput input(ConfigInput in, const Options& o) {
+    in.fields.push_back(FieldInput{"yaw", 10, 0.0, 6.283185307179586, std::nullopt});
+    in.fields.push_back(FieldInput{"anim", 6, std::nullopt, std::nullopt, std::nullopt});
+    in.fields.push_back(FieldInput{"health", 8, std::nullopt, 100.0, std::nullopt});
+    in.attributeBytes = o.attributeBytes;
+    if (o.repeatPasses >= 0) in.attributeRepeatPasses = o.repeatPasses;
+    return in;
+  }
+  void spawned(Scene& s) {
+    std::vector<uint8_t> name(attributeBytes, 'a');
+    for (uint32_t slot = 0; slot < s.o.entities; ++slot) {
+      const uint32_t id = s.w.entities().idOfSlot(slot);
+      if (o.kinds) s.w.entities().setKind(id, uint16_t(1 + slot % 4));
+      if (attributeBytes > 0) s.w.entities().setAttributes(id, name.data(), attributeBytes);
+      s.w.entities().fieldValues()[2 * size_t(s.w.entities().capacity()) + slot] = 255;
+    }
+  }
+  void step(Scene& s, uint32_t t) {
+    EntityStore& st = s.w.entities();
+    int32_t* yaw = st.fieldValues();
+    int32_t* anim = yaw + st.capacity();
+    int32_t* health = anim + st.capacity();
+    for (uint32_t slot = 0; slot < s.o.entities; ++slot) {
+      double a = std::atan2(s.hy[slot], s.hx[slot]);
+      if (a < 0) a += 6.283185307179586;
+      yaw[slot] = int32_t(std::lround(a * 1023 / 6.283185307179586));
+      anim[slot] = (t + slot) % 16 == 0 ? 0 : 1;
+      if (rng() % 200 == 0) health[slot] = std::max(0, health[slot] - 10);
+    }
+    // rate x entities per second, at 20 ticks a second.
+    const double perTick = o.attributeRate * s.o.entities / 20;
+    uint32_t n = attributeBytes == 0 ? 0 : uint32_t(perTick) + (double(rng() % 1000) / 1000 < perTick - std::floor(perTick) ? 1 : 0);
+    std::vector<uint8_t> name(attributeBytes);
+    for (uint32_t k = 0; k < n; ++k) {
+      for (auto& b : name) b = uint8_t('a' + rng() % 26);
+      st.setAttributes(st.idOfSlot(rng() % s.o.entities), name.data(), attributeBytes);
+    }
+  }
+};
+
+// --mode state: the pass with state beyond positions against the position-only pass, the same
+// scene ticked in turn on one pool (A B B A ...), so the machine's moods fall on both alike.
+int stateComparison(const Options& o, const Config& plain, const Config& withState) {
+  Scene a(o, plain), b(o, withState);
+  StateWriter writer(o);
+  writer.spawned(b);
+  ThreadPool pool(o.threads);
+  std::vector<double> usA, usB;
+  TickStats lastA{}, lastB{};
+  for (uint32_t t = 0; t < o.warmup + o.ticks; ++t) {
+    auto tickB = [&] {
+      b.move();
+      writer.step(b, t);
+      b.w.prepareTick(pool.size());
+      b.w.runPass(pool);
+      b.acknowledge();
+      if (t >= o.warmup) usB.push_back(b.w.passMicros), lastB = b.w.stats();
+    };
+    auto tickA = [&] {
+      a.tick(pool);
+      if (t >= o.warmup) usA.push_back(a.w.passMicros), lastA = a.w.stats();
+    };
+    if (t % 2 == 0) tickA(), tickB();
+    else tickB(), tickA();
+  }
+  const double mA = median(usA), mB = median(usB);
+  const double servedA = double(std::max<uint64_t>(lastA.served, 1)), servedB = double(std::max<uint64_t>(lastB.served, 1));
+  std::printf("{\"scenario\":\"%s\",\"mode\":\"state\",\"entities\":%u,\"viewers\":%u,\"threads\":%u,\"walk\":\"%s\",\"ticks\":%u,"
+              "\"kernels\":\"%s\",\"acks\":%s,\"kinds\":%s,\"fieldBits\":%u,\"attributeBytes\":%u,\"attributeRate\":%.3f,"
+              "\"positionsMs\":%.3f,\"stateMs\":%.3f,\"ratio\":%.3f,\"positionsMinMs\":%.3f,\"stateMinMs\":%.3f,"
+              "\"recordsPerPacket\":%.2f,\"stateRecordsPerPacket\":%.2f,\"bytesPerPacket\":%.1f,\"stateBytesPerPacket\":%.1f,"
+              "\"kindsPerTick\":%lu,\"attributesPerTick\":%lu,\"attributeBytesPerTick\":%lu}\n",
+              o.scenario.c_str(), o.entities, a.viewers, pool.size(), o.walk.c_str(), o.ticks, simdEnabled() ? "avx512" : "portable",
+              o.acks ? "true" : "false", o.kinds ? "true" : "false", withState.fieldBits, withState.attributeBytes, o.attributeRate, mA / 1000, mB / 1000, mB / mA, pct(usA, 0) / 1000,
+              pct(usB, 0) / 1000, double(lastA.records) / servedA, double(lastB.records) / servedB, double(lastA.bytes) / servedA,
+              double(lastB.bytes) / servedB, (unsigned long)lastB.kinds, (unsigned long)lastB.attributes,
+              (unsigned long)lastB.attributeBytes);
+  return 0;
+}
 
 // --mode pair: how much two cores slow each other down on this machine. Two identical scenes,
 // each served by one thread: first one scene alone, then both at once on two threads. On a
@@ -283,7 +394,7 @@ int main(int argc, char** argv) {
     else if (a == "--viewers") o.viewers = count(next());
     else if (a == "--threads") o.threads = count(next());
     else if (a == "--ticks") o.ticks = count(next());
-    else if (a == "--warmup") o.warmup = count(next());
+    else if (a == "--warmup") o.warmup = count(next()), o.warmupGiven = true;
     else if (a == "--walk-cap") o.walkCap = num(next());
     else if (a == "--ghost-cap") o.ghostCap = num(next());
     else if (a == "--dense") o.denseThreshold = num(next());
@@ -292,6 +403,11 @@ int main(int argc, char** argv) {
     else if (a == "--digest") o.digest = true;
     else if (a == "--gap-ms") o.gapMs = num(next());
     else if (a == "--controls") o.controls = next();
+    else if (a == "--attribute-bytes") o.attributeBytes = num(next());
+    else if (a == "--attribute-rate") o.attributeRate = num(next());
+    else if (a == "--kinds") o.kinds = true;
+    else if (a == "--repeat") o.repeatPasses = num(next());
+    else if (a == "--acks") o.acks = true;
     else if (a == "--help" || a == "-h") usage(nullptr, 0);
     else usage(("unknown option " + a).c_str());
   }
@@ -303,8 +419,8 @@ int main(int argc, char** argv) {
   if (o.scenario != "uniform" && o.scenario != "town-square" && o.scenario != "crowd")
     usage(("--scenario must be uniform, town-square or crowd, received " + o.scenario).c_str());
   if (o.mode != "pass" && o.mode != "snapshot" && o.mode != "gather" && o.mode != "wake" && o.mode != "pair" &&
-      o.mode != "controls")
-    usage(("--mode must be pass, snapshot, gather, wake, pair or controls, received " + o.mode).c_str());
+      o.mode != "state" && o.mode != "controls")
+    usage(("--mode must be pass, snapshot, gather, wake, pair, state or controls, received " + o.mode).c_str());
   if (o.controls != "none" && o.controls != "meet" && o.controls != "filter" && o.controls != "groups" &&
       o.controls != "weights" && o.controls != "weights1" && o.controls != "radii" && o.controls != "boost")
     usage(("--controls must be none, meet, filter, groups, weights, radii or boost, received " + o.controls).c_str());
@@ -318,6 +434,12 @@ int main(int argc, char** argv) {
   Config c = buildConfig(in);
   if (o.mode == "pair") return pairContention(o, c);
   if (o.mode == "controls") return controlsOverhead(o, c);
+  if (o.mode == "state") {
+    // A viewer's first packets introduce its crowd a few first sightings at a time (each carries
+    // its attributes): warm up past that by default.
+    if (!o.warmupGiven) o.warmup = 80;
+    return stateComparison(o, c, buildConfig(StateWriter::input(in, o)));
+  }
   Scene scene(o, c);
   if (o.controls != "none") applyControls(scene, o.controls, c);
   World& w = scene.w;

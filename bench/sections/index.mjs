@@ -6,11 +6,12 @@ import * as pass from './pass.mjs';
 import * as scaling from './scaling.mjs';
 import * as snapshot from './snapshot.mjs';
 import * as gather from './gather.mjs';
+import * as state from './state.mjs';
 import * as js from './js.mjs';
 import * as peers from './peers.mjs';
 import * as micro from './micro.mjs';
 
-export const sections = { pass, scaling, snapshot, gather, js, peers, micro };
+export const sections = { pass, scaling, snapshot, gather, state, js, peers, micro };
 
-/** Section names in run order: pass, scaling, snapshot, gather, js, peers, micro. */
+/** Section names in run order: pass, scaling, snapshot, gather, state, js, peers, micro. */
 export const SECTIONS = Object.keys(sections);

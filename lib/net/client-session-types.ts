@@ -1,7 +1,7 @@
 // The client side of the session protocol, its shapes: the options every session client takes
 // (UdpClient, WsClient), its counters, why a session ends (client-session.ts uses them).
 // Browser-safe: imports nothing from Node.
-import type { ClientWorld, DespawnListener, EventListener, ReceiveStatus, SpawnListener, UpdateListener } from './client-world.js';
+import type { ClientWorld, ClientWorldOptions, ReceiveStatus } from './client-world.js';
 
 /** Why a connected client's session ended without `close()`. */
 export type ClientDisconnectReason =
@@ -12,13 +12,12 @@ export type ClientDisconnectReason =
   /** The connection closed without a BYE (a connection-oriented channel: WebSocket). */
   | 'closed';
 
-/** Options every session client takes (UdpClient, WsClient); they double as its listener. */
-export interface SessionClientOptions {
-  onSpawn?: SpawnListener;
-  onUpdate?: UpdateListener;
-  onDespawn?: DespawnListener;
-  /** Each reliable event once, in order (see ClientWorld). */
-  onEvent?: EventListener;
+/**
+ * Options every session client takes (UdpClient, WsClient); they double as its listener. The
+ * world's listeners are ClientWorld's (onSpawn, onUpdate, onDespawn, onKind, onAttributes, and
+ * onEvent: each reliable event once, in order).
+ */
+export interface SessionClientOptions extends Pick<ClientWorldOptions, 'onSpawn' | 'onUpdate' | 'onDespawn' | 'onKind' | 'onAttributes' | 'onEvent'> {
   /** After each game packet: how the world took it. */
   onPacket?: (status: ReceiveStatus, world: ClientWorld) => void;
   /** The session ended from the server's side (or the connection was lost); the channel is closed. */
@@ -45,10 +44,13 @@ export interface SessionClientOptions {
 
 /** The option keys of {@link SessionClientOptions}. */
 export const SESSION_CLIENT_OPTIONS: readonly string[] = [
-  'onSpawn', 'onUpdate', 'onDespawn', 'onEvent', 'onPacket', 'onDisconnect', 'onError', 'ackIntervalMs', 'helloIntervalMs',
+  'onSpawn', 'onUpdate', 'onDespawn', 'onKind', 'onAttributes', 'onEvent', 'onPacket', 'onDisconnect', 'onError', 'ackIntervalMs',
+  'helloIntervalMs',
   'connectTimeoutMs', 'serverTimeoutMs', 'keepaliveMs', 'maxLateness', 'maxReliableInputs', 'inputResendMs',
 ];
-export const CLIENT_CALLBACKS: readonly string[] = ['onSpawn', 'onUpdate', 'onDespawn', 'onEvent', 'onPacket', 'onDisconnect', 'onError'];
+export const CLIENT_CALLBACKS: readonly string[] = [
+  'onSpawn', 'onUpdate', 'onDespawn', 'onKind', 'onAttributes', 'onEvent', 'onPacket', 'onDisconnect', 'onError',
+];
 
 /** Counters of a session client. */
 export interface SessionClientCounters {

@@ -7,9 +7,10 @@ import { SightlineError, describe, isUint8Array } from '../errors.js';
 import type { EntityId } from '../world.js';
 import { getU16, hex32, tokenMatches, getU32 } from './bytes.js';
 import { ClientWorld, type ReceiveStatus } from './client-world.js';
+import { checkLayout, type PacketLayoutConfig } from '../decode.js';
 import { encodeBye, encodeHello, encodeInput, encodePing } from './control-encode.js';
 import { datagramKind, tryDecodeControl } from './control-decode.js';
-import { layoutOf, refuseError } from './control-layout.js';
+import { layoutOf, refuseError, welcomeCarriesLayout } from './control-layout.js';
 import {
   ByeReason,
   CONNECT_TOKEN_MAX_BYTES,
@@ -69,6 +70,8 @@ export abstract class SessionClient {
   #tokenHi = 0;
   #nonce = 0;
   #hash = 0;
+  // The server's packet layout, when connect() was given its WorldConfig (else the WELCOME's).
+  #layout: PacketLayoutConfig | undefined;
   #connectToken: Uint8Array = new Uint8Array(0);
   #hello: Uint8Array | undefined;
   #heardAt = 0;
@@ -217,12 +220,22 @@ export abstract class SessionClient {
 
   /**
    * Checks connect()'s shared arguments and makes the client `'connecting'`. Returns the connect token.
+   * `protocol`: the server's protocol hash, or its WorldConfig (any packet layout with its
+   * `protocolHash`), which a client needs when the server's packets carry fields or attributes.
    * @throws ERR_SIGHTLINE_NET_STATE (connect called twice), ERR_SIGHTLINE_INVALID_ARGUMENT
-   *   (protocolHash not a u32, options not an object or with a key other than connectToken, a
-   *   connect token not a Uint8Array of at most 1,024 bytes).
+   *   (protocolHash not a u32 nor a layout with one, options not an object or with a key other than
+   *   connectToken, a connect token not a Uint8Array of at most 1,024 bytes).
    */
-  protected beginConnect(protocolHash: number, options: { connectToken?: Uint8Array } | undefined): void {
+  protected beginConnect(protocol: number | (PacketLayoutConfig & { readonly protocolHash: number }), options: { connectToken?: Uint8Array } | undefined): void {
     if (this.#state !== 'idle') throw new SightlineError('ERR_SIGHTLINE_NET_STATE', `connect() needs a new client, this one is ${this.#state}`);
+    let protocolHash: number;
+    if (typeof protocol === 'object' && protocol !== null) {
+      checkLayout(protocol, 'protocol');
+      protocolHash = protocol.protocolHash;
+      this.#layout = protocol;
+    } else {
+      protocolHash = protocol;
+    }
     intOption('protocolHash', protocolHash, 0, 0, 0xffffffff);
     if (options !== undefined) checkListenerOptions('connect', options, ['connectToken'], []);
     const token = options?.connectToken ?? new Uint8Array(0);
@@ -414,16 +427,27 @@ export abstract class SessionClient {
           );
           return;
         }
+        if (this.#layout === undefined && !welcomeCarriesLayout(m)) {
+          this.#settle?.(
+            new SightlineError(
+              'ERR_SIGHTLINE_NET_LAYOUT_UNKNOWN',
+              `the server's packets carry fast fields or attributes (protocol hash 0x${hex32(m.protocolHash)} is not its position layout's): pass its WorldConfig to connect(), not only the hash`,
+            ),
+          );
+          return;
+        }
         this.#welcome = m;
         this.#tokenLo = getU32(m.token, 0);
         this.#tokenHi = getU32(m.token, 4);
         this.#input.reset();
-        this.#world = new ClientWorld(layoutOf(m), {
+        this.#world = new ClientWorld(this.#layout ?? layoutOf(m), {
           payloadBytes: Math.max(16, m.payloadBytes),
           maxLateness: this.#options.maxLateness,
           onSpawn: this.#options.onSpawn?.bind(this.#options),
           onUpdate: this.#options.onUpdate?.bind(this.#options),
           onDespawn: this.#options.onDespawn?.bind(this.#options),
+          onKind: this.#options.onKind?.bind(this.#options),
+          onAttributes: this.#options.onAttributes?.bind(this.#options),
           onEvent: this.#options.onEvent?.bind(this.#options),
         });
         this.#state = 'connected';

@@ -4,115 +4,26 @@
 
 import { checkLayout, createRawPacket, decodePacketRaw, type PacketLayoutConfig, type RawPacket } from '../decode.js';
 import { SightlineError, describe, readOptions } from '../errors.js';
+import type { FieldLayout } from '../decode-layout.js';
 import { RAW_PER_METER } from '../fixed.js';
-import { extrapolateAxis, isJump, readExtrapolation, type Extrapolation, type ExtrapolationOptions } from './extrapolate.js';
+import { extrapolateAxis, isJump, readExtrapolation, type Extrapolation } from './extrapolate.js';
+import type {
+  AckState,
+  AttributesListener,
+  ClientEntity,
+  ClientWorldCounters,
+  ClientWorldOptions,
+  DespawnListener,
+  EventListener,
+  KindListener,
+  PredictedPosition,
+  ReceiveStatus,
+  SpawnListener,
+  UpdateListener,
+} from './client-world-types.js';
 import { encodeAck } from './protocol.js';
 
-/** An entity as the client perceives it: the newest position received. */
-export interface ClientEntity {
-  /** Entity id (u32), as the server's API returns it. */
-  readonly id: number;
-  /** Position, m. */
-  readonly x: number;
-  readonly y: number;
-  readonly z: number;
-  /** Position, raw units (Int32, 1024 per meter), exactly as decoded. */
-  readonly rawX: number;
-  readonly rawY: number;
-  readonly rawZ: number;
-  /** Sequence (u16) of the packet whose record was applied last. */
-  readonly sequence: number;
-  /** Server tick of that packet (u32). */
-  readonly tick: number;
-}
-
-/** Where {@link ClientWorld.predict} puts an entity at a given server tick. */
-export interface PredictedPosition {
-  /** Position, m. */
-  x: number;
-  y: number;
-  z: number;
-  /** Position, raw units (1024 per meter), not rounded. */
-  rawX: number;
-  rawY: number;
-  rawZ: number;
-}
-
-/** Called when an entity appears (an update for an id the client does not hold). */
-export type SpawnListener = (id: number, entity: ClientEntity) => void;
-/** Called when a held entity's position changes. */
-export type UpdateListener = (id: number, entity: ClientEntity) => void;
-/** Called when a held entity is dropped. */
-export type DespawnListener = (id: number) => void;
-/**
- * Called once per reliable event, in event-sequence order: `sequence` is the event's per-viewer
- * sequence (u16), `bytes` a view into the datagram, valid during the call (copy to keep).
- */
-export type EventListener = (sequence: number, bytes: Uint8Array) => void;
-
-export interface ClientWorldOptions {
-  /** Largest packet expected, bytes: sizes the decoding scratch (it grows when needed). Default 1200. */
-  payloadBytes?: number;
-  /**
-   * A packet more than this many sequences older than the newest one applied is discarded as
-   * stale. 0 to 32767. Default 32, the engine's ack window: a server whose viewer has acks takes a
-   * packet left out by an ack more than 32 sequences newer as lost for certain and forgets what it
-   * introduced; applying it after that would leave the client holding what the server no longer
-   * tracks. For a server without acks, a larger value keeps more late packets.
-   */
-  maxLateness?: number;
-  /**
-   * Keep each entity's previous update as well, so that {@link ClientWorld.predict} can
-   * extrapolate from the two newest (linear dead reckoning): `true` (the defaults) or
-   * {@link ExtrapolationOptions}. Default off: `predict` then gives the newest position.
-   */
-  extrapolate?: boolean | ExtrapolationOptions;
-  onSpawn?: SpawnListener;
-  onUpdate?: UpdateListener;
-  onDespawn?: DespawnListener;
-  onEvent?: EventListener;
-}
-
-/** What {@link ClientWorld.receive} did with a datagram. */
-export type ReceiveStatus = 'applied' | 'duplicate' | 'stale' | 'malformed';
-
-/** Running totals of a {@link ClientWorld}. */
-export interface ClientWorldCounters {
-  /** Game packets applied (in order or late). */
-  packets: number;
-  /** Of those, packets older than the newest already applied. */
-  reordered: number;
-  /** Packets ignored because that sequence was already applied. */
-  duplicates: number;
-  /** Packets discarded because they were more than `maxLateness` sequences older than the newest. */
-  stale: number;
-  /** Datagrams the decoder rejected. */
-  malformed: number;
-  /** Updates for ids the client did not hold (the wire has no separate spawn record). */
-  spawns: number;
-  /** Updates of held entities. */
-  updates: number;
-  /** Despawns of held entities. */
-  despawns: number;
-  /** Despawns of ids the client did not hold: no-ops. */
-  unknownDespawns: number;
-  /** Records ignored because a newer record about the same entity had been applied. */
-  staleRecords: number;
-  /** Reliable events delivered to `onEvent`. */
-  events: number;
-  /** Event copies ignored: that sequence was delivered already. */
-  repeatedEvents: number;
-  /** Event sequences never seen that the server stopped sending (it took them as delivered). */
-  skippedEvents: number;
-}
-
-/** An acknowledgement: the newest sequence received and the 32 before it. */
-export interface AckState {
-  /** Newest game-packet sequence received, u16. */
-  readonly ack: number;
-  /** Bit i set: sequence (ack - 1 - i) mod 65536 was received, u32. */
-  readonly ackBits: number;
-}
+export type * from './client-world-types.js';
 
 interface Held {
   id: number;
@@ -122,6 +33,11 @@ interface Held {
   rawX: number;
   rawY: number;
   rawZ: number;
+  fields: Record<string, number>;
+  rawFields: Int32Array;
+  kind: number;
+  attributes: Uint8Array | null;
+  attributesVersion: number;
   sequence: number;
   tick: number;
   /** Extended (unwrapped) sequence of the packet applied last. */
@@ -133,7 +49,7 @@ interface Held {
   prevTick: number;
 }
 
-const CLIENT_WORLD_OPTIONS: readonly string[] = ['payloadBytes', 'maxLateness', 'extrapolate', 'onSpawn', 'onUpdate', 'onDespawn', 'onEvent'];
+const CLIENT_WORLD_OPTIONS: readonly string[] = ['payloadBytes', 'maxLateness', 'extrapolate', 'onSpawn', 'onUpdate', 'onDespawn', 'onKind', 'onAttributes', 'onEvent'];
 
 // Extended sequences start here so that late packets before the first one stay positive.
 const EXT_BASE = 1 << 20;
@@ -162,6 +78,8 @@ export class ClientWorld {
   onSpawn: SpawnListener | undefined;
   onUpdate: UpdateListener | undefined;
   onDespawn: DespawnListener | undefined;
+  onKind: KindListener | undefined;
+  onAttributes: AttributesListener | undefined;
   onEvent: EventListener | undefined;
   readonly counters: ClientWorldCounters = {
     packets: 0,
@@ -174,6 +92,9 @@ export class ClientWorld {
     despawns: 0,
     unknownDespawns: 0,
     staleRecords: 0,
+    kindChanges: 0,
+    attributes: 0,
+    staleAttributes: 0,
     events: 0,
     repeatedEvents: 0,
     skippedEvents: 0,
@@ -184,6 +105,9 @@ export class ClientWorld {
   readonly #held = new Map<number, Held>();
   // id -> extended sequence of the despawn (applied or not) that last named it.
   readonly #tombs = new Map<number, number>();
+  // Attributes that came for an id not held (reordering: a packet introducing the entity may still
+  // come), with the extended sequence they came in: applied if it comes within maxLateness.
+  readonly #early = new Map<number, { version: number; bytes: Uint8Array; ext: number }>();
   // ring[e & mask] === e: extended sequence e was applied.
   readonly #ring: Float64Array;
   readonly #mask: number;
@@ -193,6 +117,11 @@ export class ClientWorld {
   // Sequence (u16) of the next reliable event to deliver; -1 before the first.
   #nextEvent = -1;
   #scratch: RawPacket;
+  readonly #fieldLayout: FieldLayout;
+  // This packet's entities whose records were applied, and whether each was spawned by it: their
+  // listeners run once the packet is applied whole.
+  #applied: Held[] = [];
+  #spawned: boolean[] = [];
 
   /**
    * @param layout the server's packet layout; its protocol hash must match the server's
@@ -204,9 +133,9 @@ export class ClientWorld {
    *   (a key that is not an option).
    */
   constructor(layout: PacketLayoutConfig, options?: ClientWorldOptions | null) {
-    checkLayout(layout, 'layout');
+    this.#fieldLayout = checkLayout(layout, 'layout');
     options = readOptions('ClientWorld', options, CLIENT_WORLD_OPTIONS) as ClientWorldOptions;
-    for (const key of ['onSpawn', 'onUpdate', 'onDespawn', 'onEvent'] as const) {
+    for (const key of ['onSpawn', 'onUpdate', 'onDespawn', 'onKind', 'onAttributes', 'onEvent'] as const) {
       const fn = options[key];
       if (fn !== undefined && typeof fn !== 'function') {
         throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `ClientWorld option ${key} must be a function, received ${describe(fn)}`);
@@ -232,6 +161,8 @@ export class ClientWorld {
     this.onSpawn = options.onSpawn;
     this.onUpdate = options.onUpdate;
     this.onDespawn = options.onDespawn;
+    this.onKind = options.onKind;
+    this.onAttributes = options.onAttributes;
     this.onEvent = options.onEvent;
   }
 
@@ -344,11 +275,18 @@ export class ClientWorld {
 
     const seq = p.sequence;
     const tick = p.tick;
+    const fl = this.#fieldLayout;
+    const fc = fl.fields.length;
+    const applied = this.#applied;
+    const spawnedNow = this.#spawned;
+    applied.length = 0;
+    spawnedNow.length = 0;
+    // Kind records name entities updated in this packet: their kinds by id, for the records below.
+    const kinds = p.kindCount > 0 ? new Map<number, number>() : undefined;
+    for (let i = 0; i < p.kindCount; i++) kinds!.set(p.kindIds[i], p.kinds[i]);
+    const kindChanged: Held[] = [];
     for (let i = 0; i < p.updateCount; i++) {
       const id = p.ids[i];
-      const rx = p.x[i];
-      const ry = p.y[i];
-      const rz = p.z[i];
       let h = held.get(id);
       let spawned = false;
       if (h !== undefined) {
@@ -366,11 +304,17 @@ export class ClientWorld {
           }
           tombs.delete(id);
         }
-        h = { id, x: 0, y: 0, z: 0, rawX: 0, rawY: 0, rawZ: 0, sequence: 0, tick: 0, ext: 0, prevX: 0, prevY: 0, prevZ: 0, prevTick: -1 };
+        h = {
+          id, x: 0, y: 0, z: 0, rawX: 0, rawY: 0, rawZ: 0, fields: {}, rawFields: new Int32Array(fc), kind: 0,
+          attributes: null, attributesVersion: 0, sequence: 0, tick: 0, ext: 0, prevX: 0, prevY: 0, prevZ: 0, prevTick: -1,
+        };
         held.set(id, h);
         spawned = true;
         c.spawns++;
       }
+      const rx = p.x[i];
+      const ry = p.y[i];
+      const rz = p.z[i];
       if (!spawned && tick > h.tick) {
         h.prevX = h.rawX;
         h.prevY = h.rawY;
@@ -383,18 +327,82 @@ export class ClientWorld {
       h.x = rx / RAW_PER_METER;
       h.y = ry / RAW_PER_METER;
       h.z = rz / RAW_PER_METER;
+      for (let k = 0; k < fc; k++) {
+        const r = p.fields[i * fc + k];
+        h.rawFields[k] = r;
+        h.fields[fl.fields[k].name] = fl.fields[k].min + r * fl.scales[k];
+      }
+      const kind = kinds?.get(id);
+      if (kind !== undefined && kind !== h.kind) {
+        h.kind = kind;
+        if (!spawned) {
+          c.kindChanges++;
+          kindChanged.push(h);
+        }
+      }
       h.sequence = seq;
       h.tick = tick;
       h.ext = ext;
-      const fn = spawned ? this.onSpawn : this.onUpdate;
-      if (fn !== undefined) {
-        try {
-          fn(id, h);
-        } catch (e) {
-          if (!failed) (failed = true), (firstError = e);
-        }
+      applied.push(h);
+      spawnedNow.push(spawned);
+    }
+
+    // Attributes: the newest version wins (a wrapping compare), for entities held now. Those of an
+    // entity not held wait (#early) unless a despawn as new or newer says it is gone.
+    const attributed: Held[] = [];
+    const newer = (v: number, than: number): boolean => than === 0 || ((v - than) | 0) > 0;
+    for (let i = 0; i < p.attributeCount; i++) {
+      const id = p.attributeIds[i];
+      const h = held.get(id);
+      const v = p.attributeVersions[i];
+      if (h === undefined) {
+        const t = tombs.get(id);
+        const e = this.#early.get(id);
+        if ((t === undefined || t < ext) && (e === undefined || newer(v, e.version))) this.#early.set(id, { version: v, bytes: new Uint8Array(p.attributes[i]), ext });
+        else c.staleAttributes++;
+        continue;
+      }
+      if (!newer(v, h.attributesVersion)) {
+        c.staleAttributes++;
+        continue;
+      }
+      h.attributes = new Uint8Array(p.attributes[i]);
+      h.attributesVersion = v;
+      c.attributes++;
+      attributed.push(h);
+    }
+    // Entities this packet introduced that had attributes waiting.
+    if (this.#early.size > 0) {
+      for (let i = 0; i < applied.length; i++) {
+        if (!spawnedNow[i]) continue;
+        const h = applied[i];
+        const e = this.#early.get(h.id);
+        if (e === undefined) continue;
+        this.#early.delete(h.id);
+        if (!newer(e.version, h.attributesVersion)) continue;
+        h.attributes = e.bytes;
+        h.attributesVersion = e.version;
+        c.attributes++;
+        if (!attributed.includes(h)) attributed.push(h);
       }
     }
+
+    const call = (f: () => void): void => {
+      try {
+        f();
+      } catch (e) {
+        if (!failed) (failed = true), (firstError = e);
+      }
+    };
+    for (let i = 0; i < applied.length; i++) {
+      const h = applied[i];
+      const fn = spawnedNow[i] ? this.onSpawn : this.onUpdate;
+      if (fn !== undefined) call(() => fn(h.id, h));
+    }
+    const onKind = this.onKind;
+    if (onKind !== undefined) for (const h of kindChanged) call(() => onKind(h.id, h.kind, h));
+    const onAttributes = this.onAttributes;
+    if (onAttributes !== undefined) for (const h of attributed) call(() => onAttributes(h.id, h.attributes!, h.attributesVersion, h));
 
     const events = p.events;
     for (let i = 0; i < events.length; i++) {
@@ -483,6 +491,7 @@ export class ClientWorld {
   reset(): void {
     this.#held.clear();
     this.#tombs.clear();
+    this.#early.clear();
     this.#ring.fill(-1);
     this.#newest = -1;
     this.#newestTick = 0;
@@ -506,5 +515,6 @@ export class ClientWorld {
     this.#sinceSweep = 0;
     const limit = this.#newest - this.maxLateness;
     for (const [id, e] of this.#tombs) if (e < limit) this.#tombs.delete(id);
+    for (const [id, e] of this.#early) if (e.ext < limit) this.#early.delete(id);
   }
 }

@@ -7,7 +7,11 @@ import { SightlineError } from '../errors.js';
 import { checkFields, hex32 } from './bytes.js';
 import { REFUSE_ERROR_CODES, RefuseCode, type RefuseMessage, type WelcomeMessage } from './control-types.js';
 
-/** @internal Why a WELCOME's layout is impossible or does not produce its hash; undefined when it is sound. */
+/**
+ * @internal Why a WELCOME's layout is impossible; undefined when it is sound. Its protocol hash is
+ * checked by the client against its own (the hash also covers the fields and attributes, which a
+ * WELCOME does not carry: {@link welcomeCarriesLayout}).
+ */
 export function layoutProblem(hash: number, regionRaw: number, verticalRaw: number, quantShift: number): string | undefined {
   if (regionRaw < 1024 || regionRaw > 2 ** 26 || (regionRaw & (regionRaw - 1)) !== 0)
     return `regionRaw must be a power of two from 1024 to 2^26, received ${regionRaw}`;
@@ -17,10 +21,17 @@ export function layoutProblem(hash: number, regionRaw: number, verticalRaw: numb
   const excess = 2 * regionShift + zBits - 64;
   const q = excess <= 0 ? 0 : Math.floor((excess + 2) / 3);
   if (quantShift !== q) return `quantShift must be ${q} for regionRaw ${regionRaw} and verticalRaw ${verticalRaw}, received ${quantShift}`;
-  const expected = protocolHash(regionRaw, verticalRaw, quantShift);
-  if (hash !== expected)
-    return `protocol hash 0x${hex32(hash)} does not match the layout (regionRaw ${regionRaw}, verticalRaw ${verticalRaw}, quantShift ${quantShift} hash to 0x${hex32(expected)})`;
+  void hash;
   return undefined;
+}
+
+/**
+ * Whether a WELCOME's layout is its server's whole packet layout: true when its protocol hash is
+ * that of the position layout alone (no fast fields, no attributes). Otherwise a client decodes
+ * with the server's WorldConfig (pass it to `connect`), since the WELCOME does not carry fields.
+ */
+export function welcomeCarriesLayout(welcome: Pick<WelcomeMessage, 'protocolHash' | 'regionRaw' | 'verticalRaw' | 'quantShift'>): boolean {
+  return welcome.protocolHash === protocolHash(welcome.regionRaw, welcome.verticalRaw, welcome.quantShift);
 }
 
 /**

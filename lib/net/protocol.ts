@@ -5,5 +5,5 @@
 export * from './control-types.js';
 export { encodeHello, encodeChallenge, encodeWelcome, encodeRefuse, encodeAck, encodeBye, encodePing, encodeInput, helloBytes } from './control-encode.js';
 export { decodeControl, tryDecodeControl, datagramKind, type DatagramKind } from './control-decode.js';
-export { layoutOf, refuseError } from './control-layout.js';
+export { layoutOf, refuseError, welcomeCarriesLayout } from './control-layout.js';
 export { hex32 } from './bytes.js';

@@ -2,6 +2,7 @@
 // connected to the server.
 import dgram from 'node:dgram';
 import { SightlineError, describe } from '../errors.js';
+import type { PacketLayoutConfig } from '../decode.js';
 import type { EntityId } from '../world.js';
 import { SESSION_CLIENT_OPTIONS, SessionClient, type SessionClientCounters, type SessionClientOptions } from './client-session.js';
 import { intOption } from './options.js';
@@ -75,7 +76,9 @@ export class UdpClient extends SessionClient {
    *
    * @param host server address or name
    * @param port server UDP port
-   * @param protocolHash the client's `WorldConfig.protocolHash` (u32); the server refuses another
+   * @param protocol the server's WorldConfig (its `protocolHash` and packet layout: needed when its
+   *   packets carry fast fields or attributes), or its protocol hash alone (u32; the WELCOME then
+   *   gives the position layout); the server refuses another hash
    * @param options `connectToken`: opaque bytes from the game's backend (at most 1,024), handed to
    *   the server's `onConnect`
    * @throws (rejects) ERR_SIGHTLINE_NET_REFUSED_PROTOCOL_HASH, ERR_SIGHTLINE_NET_REFUSED_VERSION,
@@ -83,18 +86,24 @@ export class UdpClient extends SessionClient {
    *   ERR_SIGHTLINE_NET_REFUSED_REJECTED, ERR_SIGHTLINE_NET_REFUSED_CLOSING, ERR_SIGHTLINE_NET_REFUSED
    *   (the server's REFUSE, with its reason in the message); ERR_SIGHTLINE_NET_CONNECT_TIMEOUT (no
    *   answer); ERR_SIGHTLINE_NET_CONNECT (the socket could not bind or connect);
-   *   ERR_SIGHTLINE_NET_PROTOCOL_HASH (the WELCOME carries another hash); ERR_SIGHTLINE_NET_CLOSED
+   *   ERR_SIGHTLINE_NET_PROTOCOL_HASH (the WELCOME carries another hash); ERR_SIGHTLINE_NET_LAYOUT_UNKNOWN
+   *   (given a hash alone, the server's packets carry fields or attributes); ERR_SIGHTLINE_NET_CLOSED
    *   (closed while connecting); ERR_SIGHTLINE_NET_STATE (connect called twice);
    *   ERR_SIGHTLINE_INVALID_ARGUMENT (a bad host, port, hash or connect token).
    */
-  async connect(host: string, port: number, protocolHash: number, options?: { connectToken?: Uint8Array }): Promise<EntityId> {
+  async connect(
+    host: string,
+    port: number,
+    protocol: number | (PacketLayoutConfig & { readonly protocolHash: number }),
+    options?: { connectToken?: Uint8Array },
+  ): Promise<EntityId> {
     if (this.state === 'idle') {
       if (typeof host !== 'string' || host === '') {
         throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `host must be a non-empty string, received ${describe(host)}`);
       }
       intOption('port', port, 0, 1, 65535);
     }
-    this.beginConnect(protocolHash, options);
+    this.beginConnect(protocol, options);
     const socket = dgram.createSocket({ type: this.#type, lookup: lookupLiteral });
     this.#socket = socket;
     socket.on('message', (m: Buffer) => this.receive(m));

@@ -2,6 +2,7 @@
 // the browser's own, or any class with its interface (the `ws` package's in Node).
 // Browser-safe: imports nothing from Node.
 import { SightlineError, describe } from '../errors.js';
+import type { PacketLayoutConfig } from '../decode.js';
 import type { EntityId } from '../world.js';
 import { SESSION_CLIENT_OPTIONS, SessionClient, type SessionClientCounters, type SessionClientOptions } from './client-session.js';
 import { intOption } from './options.js';
@@ -77,7 +78,11 @@ export class WsClient extends SessionClient {
    *   WebSocket could not open, or closed during the handshake); ERR_SIGHTLINE_INVALID_ARGUMENT
    *   (url not a ws: or wss: URL).
    */
-  async connect(url: string, protocolHash: number, options?: { connectToken?: Uint8Array }): Promise<EntityId> {
+  async connect(
+    url: string,
+    protocol: number | (PacketLayoutConfig & { readonly protocolHash: number }),
+    options?: { connectToken?: Uint8Array },
+  ): Promise<EntityId> {
     if (this.state === 'idle') {
       let ok = false;
       try {
@@ -88,7 +93,7 @@ export class WsClient extends SessionClient {
       }
       if (!ok) throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `url must be a ws: or wss: URL, received ${describe(url)}`);
     }
-    this.beginConnect(protocolHash, options);
+    this.beginConnect(protocol, options);
     let ws: WebSocketLike;
     try {
       ws = new this.#WebSocket(url);

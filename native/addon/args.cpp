@@ -56,4 +56,11 @@ int32_t rawArg(const Napi::CallbackInfo& info, size_t i, const char* name) {
   return static_cast<int32_t>(v);
 }
 
+uint16_t kindArg(const Napi::CallbackInfo& info, size_t i) {
+  double v = numberArg(info, i, "kind");
+  if (!(v >= 0 && v <= 65535) || v != double(uint16_t(v)))
+    throw codedError(info.Env(), "ERR_SIGHTLINE_INVALID_KIND", "kind must be an integer from 0 to 65535, received " + num(v));
+  return uint16_t(v);
+}
+
 }  // namespace sightline::addon

@@ -28,4 +28,7 @@ uint32_t groupsArg(const Napi::CallbackInfo& info, size_t i, const char* name);
 // Argument i as a raw coordinate (an integer within Int32): ERR_SIGHTLINE_INVALID_POSITION otherwise.
 int32_t rawArg(const Napi::CallbackInfo& info, size_t i, const char* name);
 
+// Argument i as a kind (an integer 0..65535): ERR_SIGHTLINE_INVALID_KIND otherwise.
+uint16_t kindArg(const Napi::CallbackInfo& info, size_t i);
+
 }  // namespace sightline::addon

@@ -7,6 +7,54 @@
 
 namespace sightline::addon {
 
+namespace {
+
+// The authored fields, read as lib/state-config.ts readFields reads them: an array (undefined or
+// null: none) of ordinary objects whose own keys are among name, bits, min, max and weight, name a
+// string, the others numbers (min, max and weight may be absent or undefined).
+std::vector<FieldInput> fieldsFromValue(Napi::Env env, const Napi::Value& value, const Napi::Function& tag) {
+  std::vector<FieldInput> out;
+  if (value.IsUndefined() || value.IsNull()) return out;
+  auto bad = [&](const std::string& what) { return codedError(env, "ERR_SIGHTLINE_CONFIG_FIELD_INVALID", what); };
+  if (!value.IsArray()) throw bad("fields must be an array of { name, bits, min?, max?, weight? }");
+  Napi::Array a = value.As<Napi::Array>();
+  for (uint32_t i = 0; i < a.Length(); ++i) {
+    const std::string at = "fields[" + std::to_string(i) + "]";
+    Napi::Value e = a.Get(i);
+    if (!e.IsObject() || e.IsArray() || tag.Call(e, {}).As<Napi::String>().Utf8Value() != "[object Object]")
+      throw bad(at + " must be an object { name, bits, min?, max?, weight? }");
+    Napi::Object f = e.As<Napi::Object>();
+    napi_value names;
+    if (napi_get_all_property_names(env, f, napi_key_own_only, static_cast<napi_key_filter>(napi_key_enumerable | napi_key_skip_symbols),
+                                    napi_key_numbers_to_strings, &names) != napi_ok)
+      throw Napi::Error::New(env);
+    Napi::Array keys(env, names);
+    for (uint32_t k = 0; k < keys.Length(); ++k) {
+      const std::string key = keys.Get(k).As<Napi::String>().Utf8Value();
+      if (key != "name" && key != "bits" && key != "min" && key != "max" && key != "weight")
+        throw bad(at + " has an unknown key \"" + key + "\"; valid keys are name, bits, min, max, weight");
+    }
+    auto get = [&](const char* k) { return f.HasOwnProperty(k) ? f.Get(k) : env.Undefined(); };
+    FieldInput fi;
+    Napi::Value name = get("name");
+    if (!name.IsString()) throw bad(at + ".name must be a string");
+    fi.name = name.As<Napi::String>().Utf8Value();
+    Napi::Value bits = get("bits");
+    if (!bits.IsNumber()) throw bad(at + ".bits must be a number");
+    fi.bits = bits.As<Napi::Number>().DoubleValue();
+    for (auto [k, slot] : {std::pair{"min", &fi.min}, std::pair{"max", &fi.max}, std::pair{"weight", &fi.weight}}) {
+      Napi::Value v = get(k);
+      if (v.IsUndefined()) continue;
+      if (!v.IsNumber()) throw bad(at + "." + k + " must be a number");
+      *slot = v.As<Napi::Number>().DoubleValue();
+    }
+    out.push_back(std::move(fi));
+  }
+  return out;
+}
+
+}  // namespace
+
 ConfigInput configFromObject(Napi::Env env, const Napi::Value& value) {
   ConfigInput in;
   if (value.IsUndefined()) return in;
@@ -48,6 +96,9 @@ ConfigInput configFromObject(Napi::Env env, const Napi::Value& value) {
   num("denseCellThreshold", in.denseCellThreshold);
   num("subGridDivisions", in.subGridDivisions);
   num("newDrift", in.newDrift);
+  num("attributeBytes", in.attributeBytes);
+  num("attributeRepeatPasses", in.attributeRepeatPasses);
+  num("attributeShare", in.attributeShare);
   Napi::Value w = own("bandWeights") ? o.Get("bandWeights") : env.Undefined();
   if (!w.IsUndefined() && !w.IsNull()) {
     // An array or a typed array (a BigInt64Array's entries are not numbers: refused below).
@@ -62,6 +113,7 @@ ConfigInput configFromObject(Napi::Env env, const Napi::Value& value) {
       in.bandWeights.push_back(e.As<Napi::Number>().DoubleValue());
     }
   }
+  in.fields = fieldsFromValue(env, own("fields") ? o.Get("fields") : env.Undefined(), tag);
   return in;
 }
 
@@ -92,6 +144,27 @@ Napi::Object configToObject(Napi::Env env, const Config& c) {
   set("newDriftRaw", c.newDrift);
   set("quantShift", c.quantShift);
   set("protocolHash", c.protocolHash);
+  set("fieldBits", c.fieldBits);
+  set("fieldBytes", c.fieldBytes);
+  set("recordBytes", c.recordBytes);
+  set("minPayloadBytes", c.minPayloadBytes);
+  set("attributeBytes", c.attributeBytes);
+  set("attributeRepeatPasses", c.attributeRepeatPasses);
+  set("attributeShareQ16", c.attributeShareQ16);
+  Napi::Array fields = Napi::Array::New(env, c.fields.size());
+  for (size_t i = 0; i < c.fields.size(); ++i) {
+    const FieldSpec& f = c.fields[i];
+    Napi::Object fo = Napi::Object::New(env);
+    fo.Set("name", Napi::String::New(env, f.name));
+    fo.Set("bits", Napi::Number::New(env, f.bits));
+    fo.Set("offset", Napi::Number::New(env, f.offset));
+    fo.Set("min", Napi::Number::New(env, f.min));
+    fo.Set("max", Napi::Number::New(env, f.max));
+    fo.Set("weight", Napi::Number::New(env, f.weight));
+    fo.Set("weightRaw", Napi::Number::New(env, f.weightRaw));
+    fields.Set(uint32_t(i), fo);
+  }
+  o.Set("fields", fields);
   Napi::Array w = Napi::Array::New(env, kBandCount);
   for (int b = 0; b < kBandCount; ++b) w.Set(uint32_t(b), Napi::Number::New(env, c.bandWeights[b]));
   o.Set("bandWeights", w);

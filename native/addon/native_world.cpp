@@ -19,10 +19,15 @@ Napi::Function NativeWorld::Init(Napi::Env env) {
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::SlotOf>>("slotOf"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::IsLive>>("isLive"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::Positions>>("positions"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::Fields>>("fields"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::Odometer>>("odometer"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::SetGroups>>("setGroups"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::SetPriority>>("setPriority"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::EntityInterest>>("entityInterest"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::SetKind>>("setKind"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::KindOf>>("kindOf"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::SetAttributes>>("setAttributes"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::Attributes>>("attributes"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::AddViewer>>("addViewer"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::RemoveViewer>>("removeViewer"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::ChangeViewer>>("changeViewer"),
@@ -99,6 +104,25 @@ NativeWorld::NativeWorld(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Nati
   pos.Set("z", Napi::Int32Array::New(env, st.capacity(), az.As<Napi::ArrayBuffer>(), 0));
   pos.Set("external", Napi::Boolean::New(env, external_));
   positions_ = Napi::Persistent(pos);
+
+  // Fast fields: one block of fieldCount x capacity Int32 values, an Int32Array per field over it,
+  // external like the positions (or adopted, in the fallback).
+  Napi::Object fields = Napi::Object::New(env);
+  if (st.fieldCount() > 0) {
+    const size_t fieldBytes = size_t(st.fieldCount()) * bytes;
+    Napi::Value block;
+    if (external_) block = externalBuffer(env, st.fieldValues(), fieldBytes, st.fieldMemoryOwner());
+    if (block.IsEmpty()) {
+      Napi::ArrayBuffer b = Napi::ArrayBuffer::New(env, fieldBytes);
+      st.useFieldMemory(static_cast<int32_t*>(b.Data()));
+      adopted_[3] = Napi::Persistent(b);
+      block = b;
+    }
+    const auto& specs = world_->config().fields;
+    for (size_t k = 0; k < specs.size(); ++k)
+      fields.Set(specs[k].name, Napi::Int32Array::New(env, st.capacity(), block.As<Napi::ArrayBuffer>(), k * bytes));
+  }
+  fields_ = Napi::Persistent(fields);
   reportMemory(env);
 }
 
@@ -133,6 +157,7 @@ Napi::Value NativeWorld::Close(const Napi::CallbackInfo& info) {
   pendingAdds_ = 0, pendingOutputDelta_ = 0, pendingCountDelta_ = 0;
   for (Slot& slot : out_) slot = Slot{};
   positions_.Reset();
+  fields_.Reset();
   for (auto& a : adopted_) a.Reset();
   world_.reset();
   pool_.reset();
@@ -143,9 +168,8 @@ Napi::Value NativeWorld::Close(const Napi::CallbackInfo& info) {
 // detached (moved to another owner) takes it away, and the engine may no longer touch it. The
 // package marks them untransferable, so postMessage and structuredClone copy them instead.
 void NativeWorld::requirePositions(Napi::Env env) {
-  if (external_) return;
   for (auto& a : adopted_)
-    if (a.Value().IsDetached())
+    if (!a.IsEmpty() && a.Value().IsDetached())
       throw codedError(env, "ERR_SIGHTLINE_POSITIONS_DETACHED",
                        "the world's position buffers (externalBuffers: false) were detached, and the entity memory "
                        "with them: this world can no longer be used");

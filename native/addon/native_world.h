@@ -86,10 +86,16 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   Napi::Value SlotOf(const Napi::CallbackInfo& info);
   Napi::Value IsLive(const Napi::CallbackInfo& info);
   Napi::Value Positions(const Napi::CallbackInfo& info);
+  Napi::Value Fields(const Napi::CallbackInfo& info);
   Napi::Value Odometer(const Napi::CallbackInfo& info);
   Napi::Value SetGroups(const Napi::CallbackInfo& info);
   Napi::Value SetPriority(const Napi::CallbackInfo& info);
   Napi::Value EntityInterest(const Napi::CallbackInfo& info);
+  // native_world_state.cpp: kinds and attributes.
+  Napi::Value SetKind(const Napi::CallbackInfo& info);
+  Napi::Value KindOf(const Napi::CallbackInfo& info);
+  Napi::Value SetAttributes(const Napi::CallbackInfo& info);
+  Napi::Value Attributes(const Napi::CallbackInfo& info);
 
   // native_world_acks.cpp: acknowledgements.
   Napi::Value Acknowledge(const Napi::CallbackInfo& info);
@@ -119,7 +125,10 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   bool external_ = false;
   bool running_ = false;
   Napi::ObjectReference positions_;
-  Napi::Reference<Napi::ArrayBuffer> adopted_[3];  // externalBuffers false: the buffers holding entity memory
+  Napi::ObjectReference fields_;  // name -> Int32Array over the store's field block
+  // externalBuffers false: the buffers holding entity memory (x, y, z, and the fields' block when
+  // the configuration has fields)
+  Napi::Reference<Napi::ArrayBuffer> adopted_[4];
   Slot out_[2];
   std::vector<PendingOp> pending_;
   // While a pass runs: what the queued changes add up to. pendingViewers_: the viewer each id

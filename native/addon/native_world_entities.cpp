@@ -10,7 +10,8 @@ namespace sightline::addon {
 Napi::Value NativeWorld::Spawn(const Napi::CallbackInfo& info) {
   requirePositions(info.Env());
   int32_t x = rawArg(info, 0, "x"), y = rawArg(info, 1, "y"), z = rawArg(info, 2, "z");
-  return Napi::Number::New(info.Env(), guarded(info.Env(), [&] { return world_->entities().spawn(x, y, z); }));
+  const uint16_t kind = info.Length() > 3 && !info[3].IsUndefined() ? kindArg(info, 3) : 0;
+  return Napi::Number::New(info.Env(), guarded(info.Env(), [&] { return world_->entities().spawn(x, y, z, kind); }));
 }
 
 Napi::Value NativeWorld::Despawn(const Napi::CallbackInfo& info) {
@@ -63,6 +64,8 @@ Napi::Value NativeWorld::EntityInterest(const Napi::CallbackInfo& info) {
   a.Set(uint32_t(1), Napi::Number::New(env, world_->entities().weights()[slot]));
   return a;
 }
+
+Napi::Value NativeWorld::Fields(const Napi::CallbackInfo& info) { return fields_.Value(); }
 
 Napi::Value NativeWorld::Odometer(const Napi::CallbackInfo& info) {
   uint32_t id = idArg(info, 0);

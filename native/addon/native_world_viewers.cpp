@@ -28,7 +28,7 @@ Napi::Value NativeWorld::AddViewer(const Napi::CallbackInfo& info) {
   uint32_t id = idArg(info, 0);
   double payload = numberArg(info, 1, "payloadBytes"), period = numberArg(info, 2, "sendPeriod");
   const Config& c = world_->config();
-  uint32_t minPayload = kHeaderBytes + c.eventReserveBytes + kRecordBytes;
+  uint32_t minPayload = c.minPayloadBytes;
   viewerOption(env, payload, "payloadBytes", minPayload, kMaxPayloadBytes, "");
   viewerOption(env, period, "sendPeriod", 1, 65535, " ticks");
   bool acks = info.Length() > 3 && info[3].IsBoolean() && info[3].As<Napi::Boolean>().Value();

@@ -1,5 +1,6 @@
 // Budget: how a packet's bytes are shared. state bytes = payload - header - event reserve in use;
-// despawn records take at most half of them; update slots = remaining state bytes / record size.
+// despawn records take at most half of them; update slots = remaining state bytes / record size
+// (the configuration's recordBytes: 12 plus its fields' bytes).
 #pragma once
 #include <cstdint>
 
@@ -17,8 +18,8 @@ inline Budget packetBudget(uint32_t payloadBytes, uint32_t eventBytesInUse) {
   return Budget{state, (state / 2) / kDespawnRecordBytes};
 }
 
-inline uint32_t updateSlots(const Budget& b, uint32_t despawns) {
-  return (b.stateBytes - despawns * kDespawnRecordBytes) / kRecordBytes;
+inline uint32_t updateSlots(const Budget& b, uint32_t despawns, uint32_t recordBytes) {
+  return (b.stateBytes - despawns * kDespawnRecordBytes) / recordBytes;
 }
 
 }  // namespace sightline

@@ -1,11 +1,14 @@
-// Packet encoding (docs/wire-format.md). Little-endian, version 1.
+// Packet encoding (docs/wire-format.md). Little-endian, version 2.
 //
 // Header, 16 bytes:
 //   0 u8  version        4 u32 tick            12 u16 despawn count
 //   1 u8  flags          8 u16 ack (reserved)  14 u16 update count
 //   2 u16 sequence      10 u16 ack bits (reserved)
-// Flag bit 0: an events section follows the header (events.h). Then despawn records (u32 wire id each), then update records (12 bytes: u32 wire id, u64 packed
-// position). The packed position holds x in bits [0, B), y in [B, 2B), z in [2B, 2B + Z) where
+// Flag bit 0: an events section follows the header (events.h). Then despawn records (u32 wire id
+// each), then update records (recordBytes each: u32 wire id, u64 packed position, then the fast
+// fields, fieldBytes little-endian bytes), then when flag bit 1 is set the kinds section (u16
+// count, then u32 id + u16 kind each) and when flag bit 2 is set the attributes section (u16
+// count, then u32 id, u32 version, u8 length and the bytes each). The packed position holds x in bits [0, B), y in [B, 2B), z in [2B, 2B + Z) where
 // B = log2(regionRaw) - q and Z = ceil(log2(verticalRaw)) - q, q = config.quantShift (0 at the
 // defaults: lossless). z is offset by verticalRaw/2 and clamped to the vertical extent.
 #pragma once
@@ -31,7 +34,9 @@ inline void putU16(uint8_t* p, uint16_t v) { putLE(p, v); }
 inline void putU32(uint8_t* p, uint32_t v) { putLE(p, v); }
 inline void putU64(uint8_t* p, uint64_t v) { putLE(p, v); }
 
-constexpr uint8_t kFlagEvents = 1;  // an events section follows the header
+constexpr uint8_t kFlagEvents = 1;      // an events section follows the header
+constexpr uint8_t kFlagKinds = 2;       // a kinds section follows the update records
+constexpr uint8_t kFlagAttributes = 4;  // an attributes section follows (after the kinds section)
 
 struct PacketHeader {
   uint16_t sequence;
@@ -82,6 +87,16 @@ struct PositionPacker {
 inline void writeUpdate(uint8_t* p, uint32_t id, uint64_t packed) {
   putU32(p, id);
   putU64(p + 4, packed);
+}
+
+// The fields of an update record, fieldBytes (1 to 8) little-endian bytes at p. `slack`: p + 8 may
+// be written (the next record overwrites what lies past the fields), so one 8-byte store does.
+inline void writeFields(uint8_t* p, uint64_t fields, uint32_t fieldBytes, bool slack) {
+  if (slack) {
+    putU64(p, fields);
+  } else {
+    for (uint32_t i = 0; i < fieldBytes; ++i) p[i] = uint8_t(fields >> (8 * i));
+  }
 }
 
 }  // namespace sightline

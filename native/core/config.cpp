@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <bit>
 #include <cmath>
 #include <sstream>
 
@@ -46,7 +47,10 @@ void fnvWord(uint32_t& h, uint32_t word) {
 
 }  // namespace
 
-uint32_t protocolHash(int64_t regionRaw, int64_t verticalRaw, int quantShift) {
+uint32_t protocolHash(int64_t regionRaw, int64_t verticalRaw, int quantShift, const std::vector<FieldSpec>& fields,
+                      uint32_t attributeBytes) {
+  uint32_t bits = 0;
+  for (const FieldSpec& f : fields) bits += f.bits;
   uint32_t h = 2166136261u;
   fnvWord(h, kProtocolVersion);
   fnvWord(h, static_cast<uint32_t>(kFracBits));
@@ -54,8 +58,17 @@ uint32_t protocolHash(int64_t regionRaw, int64_t verticalRaw, int quantShift) {
   fnvWord(h, static_cast<uint32_t>(verticalRaw));
   fnvWord(h, static_cast<uint32_t>(quantShift));
   fnvWord(h, kHeaderBytes);
-  fnvWord(h, kRecordBytes);
+  fnvWord(h, kRecordBytes + (bits + 7) / 8);
   fnvWord(h, kDespawnRecordBytes);
+  fnvWord(h, static_cast<uint32_t>(fields.size()));
+  fnvWord(h, attributeBytes);
+  for (const FieldSpec& f : fields) {
+    fnvWord(h, f.bits);
+    const uint64_t lo = std::bit_cast<uint64_t>(f.min), hi = std::bit_cast<uint64_t>(f.max);
+    fnvWord(h, uint32_t(lo)), fnvWord(h, uint32_t(lo >> 32)), fnvWord(h, uint32_t(hi)), fnvWord(h, uint32_t(hi >> 32));
+    fnvWord(h, static_cast<uint32_t>(f.name.size()));
+    for (unsigned char ch : f.name) h = (h ^ ch) * 16777619u;
+  }
   return h;
 }
 
@@ -70,6 +83,52 @@ std::array<uint32_t, kBandCount> defaultBandWeights() {
   }
   return w;
 }
+
+namespace {
+
+[[noreturn]] void fieldProblem(size_t i, const std::string& what) {
+  throw CoreError("ERR_SIGHTLINE_CONFIG_FIELD_INVALID", "fields[" + num(double(i)) + "]" + what);
+}
+
+// Validates the fields in order (each one whole, then whether its name was taken), then their total
+// width, and lays them out from bit 0.
+std::vector<FieldSpec> buildFields(const std::vector<FieldInput>& in) {
+  std::vector<FieldSpec> out;
+  uint32_t offset = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const FieldInput& f = in[i];
+    const std::string& n = f.name;
+    bool ok = !n.empty() && n.size() <= kMaxFieldNameLength && !(n[0] >= '0' && n[0] <= '9') && n != "__proto__";
+    for (char ch : n) ok = ok && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_');
+    if (!ok)
+      fieldProblem(i, ".name must be 1 to " + num(kMaxFieldNameLength) +
+                          " letters, digits or underscores, not starting with a digit (nor __proto__), received \"" + n + "\"");
+    if (!std::isfinite(f.bits) || f.bits != std::floor(f.bits) || f.bits < 1 || f.bits > kMaxOneFieldBits)
+      fieldProblem(i, ".bits must be an integer from 1 to " + num(kMaxOneFieldBits) + ", received " + num(f.bits));
+    const uint32_t bits = uint32_t(f.bits);
+    const double top = double((uint64_t{1} << bits) - 1);
+    const double lo = f.min.value_or(0), hi = f.max.value_or(top);
+    if (!std::isfinite(lo)) fieldProblem(i, ".min must be a finite number, received " + num(lo));
+    if (!std::isfinite(hi)) fieldProblem(i, ".max must be a finite number, received " + num(hi));
+    if (!(lo < hi)) fieldProblem(i, ".min must be less than .max, received min " + num(lo) + " and max " + num(hi));
+    const double w = f.weight.value_or(1);
+    if (!std::isfinite(w) || w < 0 || w > 4294967295.0 / kRawPerMeter)
+      fieldProblem(i, ".weight must be from 0 to 4294967295/1024 m (raw 0 to 2^32 - 1), received " + num(w));
+    for (size_t j = 0; j < i; ++j)
+      if (in[j].name == n)
+        throw CoreError("ERR_SIGHTLINE_CONFIG_FIELD_DUPLICATE", "fields[" + num(double(i)) + "].name \"" + n +
+                                                                    "\" is the name of fields[" + num(double(j)) + "] already");
+    out.push_back(FieldSpec{n, bits, offset, lo, hi, w, uint32_t(metersToRaw(w))});
+    offset += bits;
+  }
+  if (offset > kMaxFieldBits)
+    throw CoreError("ERR_SIGHTLINE_CONFIG_FIELDS_TOO_WIDE", "the fields must fit " + num(kMaxFieldBits) +
+                                                                " bits together, received " + num(offset) + " bits in " +
+                                                                num(double(in.size())) + " fields");
+  return out;
+}
+
+}  // namespace
 
 Config buildConfig(const ConfigInput& in) {
   Config c{};
@@ -171,7 +230,6 @@ Config buildConfig(const ConfigInput& in) {
                     "payloadBytes must hold the " + num(kHeaderBytes) + "-byte header, the event reserve (" +
                         num(c.eventReserveBytes) + ") and one " + num(kRecordBytes) + "-byte record: at least " +
                         num(kHeaderBytes + c.eventReserveBytes + kRecordBytes) + ", received " + num(c.payloadBytes));
-  c.slotsPerPacket = (c.payloadBytes - kHeaderBytes - c.eventReserveBytes) / kRecordBytes;
 
   c.walkCap = requireInteger("walkCap", std::isinf(in.walkCap) && in.walkCap > 0 ? 2147483647.0 : in.walkCap, 1,
                              2147483647.0);
@@ -216,10 +274,40 @@ Config buildConfig(const ConfigInput& in) {
     }
   }
 
+  // State beyond positions: fast fields in every record, attributes in a section of their own.
+  c.fields = buildFields(in.fields);
+  c.fieldBits = 0;
+  for (const FieldSpec& f : c.fields) c.fieldBits += f.bits;
+  c.fieldBytes = (c.fieldBits + 7) / 8;
+  c.recordBytes = kRecordBytes + c.fieldBytes;
+  c.attributeBytes = requireInteger("attributeBytes", in.attributeBytes, 0, kMaxAttributeBytes);
+  c.attributeRepeatPasses = requireInteger("attributeRepeatPasses", in.attributeRepeatPasses, 0, 65535);
+  if (!std::isfinite(in.attributeShare))
+    throw CoreError("ERR_SIGHTLINE_CONFIG_NOT_FINITE", "attributeShare must be a finite number, received " + num(in.attributeShare));
+  if (!(in.attributeShare >= 1.0 / 64 && in.attributeShare <= 63.0 / 64))
+    throw CoreError("ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE",
+                    "attributeShare must be from 1/64 to 63/64 (0.015625 to 0.984375), received " + num(in.attributeShare));
+  c.attributeShareQ16 = static_cast<uint32_t>(std::llround(in.attributeShare * 65536));
+  // A packet holds the header, the event reserve and one record; with attributes, also one
+  // attributes section holding the largest entry.
+  const uint64_t needRecord = uint64_t{kHeaderBytes} + c.eventReserveBytes + c.recordBytes;
+  const uint64_t needAttribute =
+      c.attributeBytes == 0 ? 0 : uint64_t{kHeaderBytes} + c.eventReserveBytes + kSectionCountBytes + kAttributeHeaderBytes + c.attributeBytes;
+  if (c.payloadBytes < needRecord || c.payloadBytes < needAttribute)
+    throw CoreError("ERR_SIGHTLINE_CONFIG_PAYLOAD_TOO_SMALL",
+                    "payloadBytes must hold the " + num(kHeaderBytes) + "-byte header, the event reserve (" +
+                        num(c.eventReserveBytes) + ") and one " + num(c.recordBytes) + "-byte record" +
+                        (c.attributeBytes ? " or an attributes section of one " + num(c.attributeBytes) + "-byte attribute (" +
+                                                num(kSectionCountBytes + kAttributeHeaderBytes + c.attributeBytes) + " bytes)"
+                                          : std::string()) +
+                        ": at least " + num(double(std::max(needRecord, needAttribute))) + ", received " + num(c.payloadBytes));
+  c.minPayloadBytes = uint32_t(std::max(needRecord, needAttribute));
+  c.slotsPerPacket = (c.payloadBytes - kHeaderBytes - c.eventReserveBytes) / c.recordBytes;
+
   // Wire position: x and y take (regionShift - q) bits, z takes (zBits - q); the three fit in 64.
   int excess = 2 * c.regionShift + c.zBits - 64;
   c.quantShift = excess <= 0 ? 0 : (excess + 2) / 3;
-  c.protocolHash = protocolHash(c.regionRaw, c.verticalRaw, c.quantShift);
+  c.protocolHash = protocolHash(c.regionRaw, c.verticalRaw, c.quantShift, c.fields, c.attributeBytes);
   return c;
 }
 

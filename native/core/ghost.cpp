@@ -13,7 +13,7 @@
 
 namespace sightline {
 
-GhostTable::GhostTable(uint32_t capacity, bool trackPositions, bool trackAcks, BlockArena* arena)
+GhostTable::GhostTable(uint32_t capacity, bool trackPositions, bool trackAcks, BlockArena* arena, bool trackAttributes)
     : capacity_(capacity), arena_(arena) {
   // Load factor <= 1/2. capacity <= 32768, so the index holds at most 65536 slots of u16.
   uint32_t slots = uint32_t{1} << ceilLog2(uint64_t{capacity} * 2);
@@ -25,7 +25,9 @@ GhostTable::GhostTable(uint32_t capacity, bool trackPositions, bool trackAcks, B
   const size_t queueAt = indexAt + up(size_t{slots} * sizeof(uint16_t));
   const size_t positionsAt = queueAt + up(size_t{capacity} * sizeof(uint32_t));
   const size_t acksAt = positionsAt + (trackPositions ? up(size_t{capacity} * sizeof(GhostPosition)) : 0);
-  blockBytes_ = (acksAt + (trackAcks ? up(size_t{capacity} * sizeof(GhostAck)) : 0) + 63) & ~size_t{63};
+  const size_t attributesAt = acksAt + (trackAcks ? up(size_t{capacity} * sizeof(GhostAck)) : 0);
+  const size_t attributeQueueAt = attributesAt + (trackAttributes ? up(size_t{capacity} * sizeof(GhostAttribute)) : 0);
+  blockBytes_ = (attributeQueueAt + (trackAttributes ? up(size_t{2} * capacity * sizeof(uint32_t)) : 0) + 63) & ~size_t{63};
   block_ = arena_ ? arena_->allocate(blockBytes_) : ::operator new(blockBytes_, std::align_val_t(64));
   char* b = static_cast<char*>(block_);
   entries_ = reinterpret_cast<GhostEntry*>(b + entriesAt);
@@ -33,6 +35,12 @@ GhostTable::GhostTable(uint32_t capacity, bool trackPositions, bool trackAcks, B
   queue_ = reinterpret_cast<uint32_t*>(b + queueAt);
   if (trackPositions) positions_ = reinterpret_cast<GhostPosition*>(b + positionsAt);
   if (trackAcks) acks_ = reinterpret_cast<GhostAck*>(b + acksAt);
+  if (trackAttributes) {
+    attributes_ = reinterpret_cast<GhostAttribute*>(b + attributesAt);
+    attributeQueue_ = reinterpret_cast<uint32_t*>(b + attributeQueueAt);
+    std::fill(attributes_, attributes_ + capacity, GhostAttribute{0, 0, 0, 0});
+    std::fill(attributeQueue_, attributeQueue_ + size_t{2} * capacity, 0u);
+  }
   std::fill(entries_, entries_ + ((capacity + 15) & ~15u), GhostEntry{0, 0, 0, 0, 0});
   std::fill(index_, index_ + slots, kEmpty);
   std::fill(queue_, queue_ + capacity, 0u);
@@ -53,8 +61,12 @@ GhostTable::GhostTable(GhostTable&& o) noexcept
       queue_(o.queue_),
       positions_(o.positions_),
       acks_(o.acks_),
+      attributes_(o.attributes_),
+      attributeQueue_(o.attributeQueue_),
       qHead_(o.qHead_),
-      qCount_(o.qCount_) {
+      qCount_(o.qCount_),
+      aHead_(o.aHead_),
+      aCount_(o.aCount_) {
   o.block_ = nullptr;
 }
 
@@ -122,10 +134,25 @@ uint32_t GhostTable::insert(uint32_t id, uint32_t mark, uint16_t pass) {
   uint32_t i = size_++;
   entries_[i] = GhostEntry{id, mark, pass, kLive, 0};
   if (acks_) acks_[i] = GhostAck{0, 0, 0, 0};  // born is set by the pass
+  if (attributes_) attributes_[i] = GhostAttribute{0, uint16_t(pass - 1), 0, 0};
   uint32_t h = hash(id);
   while (index_[h] != kEmpty) h = (h + 1) & indexMask_;
   index_[h] = uint16_t(i);
   return i;
+}
+
+void GhostTable::compactAttributeQueue() {
+  const uint32_t ring = 2 * capacity_;
+  uint32_t kept = 0;
+  for (uint32_t k = 0; k < aCount_; ++k) {
+    const uint32_t id = attributeQueue_[(aHead_ + k) % ring];
+    const int32_t e = find(id);
+    if (e < 0 || attributes_[e].queued != 1) continue;  // left over, or kept already (marked 2 below)
+    attributes_[e].queued = 2;
+    attributeQueue_[(aHead_ + kept++) % ring] = id;
+  }
+  for (uint32_t k = 0; k < kept; ++k) attributes_[find(attributeQueue_[(aHead_ + k) % ring])].queued = 1;
+  aCount_ = kept;
 }
 
 void GhostTable::remove(uint32_t i) {
@@ -151,6 +178,7 @@ void GhostTable::remove(uint32_t i) {
     entries_[i] = entries_[last];
     if (positions_) positions_[i] = positions_[last];
     if (acks_) acks_[i] = acks_[last];
+    if (attributes_) attributes_[i] = attributes_[last];
     uint32_t hl = hash(entries_[i].id);
     while (index_[hl] != last) hl = (hl + 1) & indexMask_;
     index_[hl] = uint16_t(i);

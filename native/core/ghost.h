@@ -55,6 +55,17 @@ struct GhostAck {
   uint8_t confirmed;   // some packet carrying it was acknowledged: the client holds it
 };
 
+// Attribute state of a ghost (worlds with attributes only): 8 bytes, apart from the entry, which the
+// pass's hot loops read 16 at a time.
+struct GhostAttribute {
+  uint32_t acked;     // the newest version a packet the client acknowledged carried (0: none)
+  uint16_t lastPass;  // the viewer's pass (mod 2^16) that last sent its attributes (the one before its
+                      // announcement until then)
+  uint8_t queued;     // in the table's attribute queue
+  uint8_t unused;
+};
+static_assert(sizeof(GhostAttribute) == 8, "ghost attribute state is 8 bytes");
+
 // The last position sent (raw), as the client decodes it: quantized, z clamped to the vertical
 // extent. Read by tools and tests.
 struct GhostPosition { int32_t x, y, z; };
@@ -64,8 +75,10 @@ class GhostTable {
   // trackPositions: also keep the last position sent of every ghost (for tools and tests; it adds
   // a write per record to the pass).
   // trackAcks: keep a GhostAck per entry (viewers whose client acknowledges packets).
+  // trackAttributes: keep a GhostAttribute per entry and an attribute queue (worlds with attributes).
   // arena: where the table's storage (one block) comes from; null: the heap.
-  GhostTable(uint32_t capacity, bool trackPositions, bool trackAcks = false, BlockArena* arena = nullptr);
+  GhostTable(uint32_t capacity, bool trackPositions, bool trackAcks = false, BlockArena* arena = nullptr,
+             bool trackAttributes = false);
   GhostTable(GhostTable&& other) noexcept;
   GhostTable(const GhostTable&) = delete;
   GhostTable& operator=(const GhostTable&) = delete;
@@ -74,6 +87,8 @@ class GhostTable {
   bool tracksPositions() const { return positions_ != nullptr; }
   bool tracksAcks() const { return acks_ != nullptr; }
   GhostAck& ackAt(uint32_t i) { return acks_[i]; }
+  bool tracksAttributes() const { return attributes_ != nullptr; }
+  GhostAttribute& attributeAt(uint32_t i) { return attributes_[i]; }
 
   uint32_t size() const { return size_; }
   uint32_t capacity() const { return capacity_; }
@@ -113,6 +128,9 @@ class GhostTable {
   // out (room for size() + 16), their count is returned. Reads the entries 16 at a time where the
   // CPU has vectors.
   uint32_t stale(uint16_t pass, uint32_t grace, uint32_t* out) const;
+  // Drops the attribute queue's ids that no queued entry answers to (kept in order; at most one id
+  // per entry stays).
+  void compactAttributeQueue();
 
   GhostEntry& at(uint32_t i) { return entries_[i]; }
   const GhostEntry& at(uint32_t i) const { return entries_[i]; }
@@ -132,6 +150,28 @@ class GhostTable {
   // Moves the front to the back (a despawn that did not fit this packet keeps its order).
   void requeueFront() { uint32_t id = queueFront(); dequeue(); enqueue(id); }
 
+  // Attribute queue: a FIFO of entity ids whose attributes are to be sent (changed since last
+  // sent, or found lost). A live entry is queued at most once (GhostAttribute::queued); an id whose
+  // entry was removed meanwhile stays until it reaches the front, where its pass skips it (an entry
+  // of the same id inserted since is not queued: queued is 0). The ring holds 2 x capacity; when it
+  // is full, those left-over ids are dropped (compactAttributeQueue), so it never overflows.
+  uint32_t attributeQueueSize() const { return aCount_; }
+  uint32_t attributeFront() const { return attributeQueue_[aHead_]; }
+  void attributeDequeue() { aHead_ = (aHead_ + 1) % (2 * capacity_), --aCount_; }
+  // Moves the front id to the back (a departing ghost's: it may be revived).
+  void attributeRequeueFront() {
+    const uint32_t id = attributeFront();
+    attributeDequeue();
+    attributeQueue_[(aHead_ + aCount_++) % (2 * capacity_)] = id;
+  }
+  // Queues entry i's attributes unless they are queued already.
+  void queueAttributes(uint32_t i) {
+    if (attributes_[i].queued) return;
+    if (aCount_ == 2 * capacity_) compactAttributeQueue();
+    attributes_[i].queued = 1;
+    attributeQueue_[(aHead_ + aCount_++) % (2 * capacity_)] = entries_[i].id;
+  }
+
  private:
   static constexpr uint16_t kEmpty = 0xffff;
   uint32_t hash(uint32_t id) const { return (id * 0x9E3779B1u) >> hashShift_; }
@@ -150,7 +190,10 @@ class GhostTable {
   uint32_t* queue_ = nullptr;
   GhostPosition* positions_ = nullptr;
   GhostAck* acks_ = nullptr;
+  GhostAttribute* attributes_ = nullptr;
+  uint32_t* attributeQueue_ = nullptr;
   uint32_t qHead_ = 0, qCount_ = 0;
+  uint32_t aHead_ = 0, aCount_ = 0;
 };
 
 // A worker's direct map from entity slot to one ghost table's entry index, loaded at the start of

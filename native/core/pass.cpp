@@ -9,6 +9,7 @@
 #include "budget.h"
 #include "codec.h"
 #include "fixed.h"
+#include "sections.h"
 #include "select.h"
 #include "world.h"
 
@@ -41,10 +42,14 @@ __attribute__((noinline)) uint64_t driftOfOther(GhostTable& gt, int32_t e, uint3
 // (not inlined): the record stores are byte stores, which the compiler must assume may change any
 // value in memory, so inside the pass it reloaded the arrays' addresses and the flags for every
 // record (measured: uniform 6% faster apart).
-template <bool kChosen>
+// With kFields, each record carries fields[idx] (fieldBytes of it) after the position. With
+// kMarks, a held ghost last sent before its entity's kind or attributes changed (its mark below the
+// entity's kind or attribute mark in marks[idx]) goes to `other` too, its mark left for the caller.
+template <bool kChosen, bool kFields, bool kMarks>
 __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored* sc, const uint32_t* chosen,
                                                 uint32_t take, const uint32_t* candIndex, const SnapEntity* ents,
-                                                const uint64_t* packed, GhostEntry* entries, uint32_t* other,
+                                                const uint64_t* packed, const uint64_t* fields, uint32_t fieldBytes,
+                                                const uint64_t* marks, GhostEntry* entries, uint32_t* other,
                                                 uint32_t* otherCount) {
   uint32_t* const otherStart = other;
   for (uint32_t i = 0; i < take; ++i) {
@@ -52,8 +57,21 @@ __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored*
     const uint32_t idx = candIndex[r.order];
     const SnapEntity se = ents[idx];
     writeUpdate(p, se.id, packed[idx]);
-    p += kRecordBytes;
-    if (r.entry >= 0 && r.fresh == 0) [[likely]] {
+    if constexpr (kFields) {
+      writeFields(p + kRecordBytes, fields[idx], fieldBytes, i + 1 < take);
+      p += kRecordBytes + fieldBytes;
+    } else {
+      p += kRecordBytes;
+    }
+    bool plain = r.entry >= 0 && r.fresh == 0;
+    if constexpr (kMarks) {
+      if (plain) {
+        const uint32_t mark = entries[r.entry].mark;
+        const uint64_t m = marks[idx];
+        plain = int32_t(mark - uint32_t(m)) >= 0 && int32_t(mark - uint32_t(m >> 32)) >= 0;
+      }
+    }
+    if (plain) [[likely]] {
       entries[r.entry].mark = se.odo;
     } else {
       *other++ = i;
@@ -61,6 +79,20 @@ __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored*
   }
   *otherCount = uint32_t(other - otherStart);
   return p;
+}
+
+using RecordWriter = uint8_t* (*)(uint8_t*, const World::Scored*, const uint32_t*, uint32_t, const uint32_t*,
+                                   const SnapEntity*, const uint64_t*, const uint64_t*, uint32_t, const uint64_t*,
+                                   GhostEntry*, uint32_t*, uint32_t*);
+
+// writeRecords for this packet: through `chosen` or not, with fields or not, checking marks or not.
+RecordWriter recordWriter(bool chosen, bool fields, bool marks) {
+  static constexpr RecordWriter table[8] = {
+      writeRecords<false, false, false>, writeRecords<false, false, true>, writeRecords<false, true, false>,
+      writeRecords<false, true, true>,   writeRecords<true, false, false>, writeRecords<true, false, true>,
+      writeRecords<true, true, false>,   writeRecords<true, true, true>,
+  };
+  return table[(chosen ? 4 : 0) | (fields ? 2 : 0) | (marks ? 1 : 0)];
 }
 
 }  // namespace
@@ -91,6 +123,15 @@ void World::departHidden(Viewer& v, Scratch& s, const GhostLookup::Loaded& looku
   std::sort(ids, ids + count);
   for (uint32_t k = count; k > 0; --k) gt.enqueueFront(ids[k - 1]);
   s.stats.hiddenDepartures += count;
+}
+
+// The kinds' and attributes' floor of a packet with `stateBytes` for records and sections:
+// attributeShare of them, and at least two section counts, a kind record and the largest
+// attribute entry (so one first sighting always fits), at most all of them.
+uint32_t World::sectionFloor(uint32_t stateBytes) const {
+  const Config& c = config_;
+  const uint32_t least = 2 * kSectionCountBytes + kKindRecordBytes + (c.attributeBytes ? kAttributeHeaderBytes + c.attributeBytes : 0);
+  return std::min(stateBytes, std::max(uint32_t((uint64_t{stateBytes} * c.attributeShareQ16) >> 16), least));
 }
 
 void World::serve(Viewer& v, Scratch& s) {
@@ -195,6 +236,11 @@ void World::serve(Viewer& v, Scratch& s) {
     for (uint32_t id : v.boost)
       if (slotOfId(id) < s.boostIds.size()) boostIds[slotOfId(id)] = id;
   uint32_t m = 0, newPositive = 0;
+  // Kinds and attributes in use: the fresh candidates (new, or announced again) and the most a
+  // first sighting of one adds to the packet (its kind record and attribute entry).
+  const bool stateOn = snap.state();
+  const uint16_t* const slotExtra = stateOn ? snap.slotExtra.data() : nullptr;
+  uint32_t freshPositive = 0, maxNewExtra = 0;
   // Candidate i, whose lookup word is w (entry index + 1, or 0). The common case, a live ghost
   // the client holds with nothing pending (state and flags zero), is inline; the rest is
   // driftOfOther's.
@@ -231,6 +277,10 @@ void World::serve(Viewer& v, Scratch& s) {
     if (score == 0) {  // the cut at the first zero score: unmoved since last sent
       newPositive -= e < 0;
       return;
+    }
+    if (fresh && stateOn) {
+      ++freshPositive;
+      maxNewExtra = std::max<uint32_t>(maxNewExtra, slotExtra[slotOfId(id)]);
     }
     scores[m] = score;
     sc[m++] = World::Scored{i, int16_t(e), uint16_t(fresh)};
@@ -399,12 +449,93 @@ void World::serve(Viewer& v, Scratch& s) {
     const uint64_t a = candD2[sc[x].order], b = candD2[sc[y].order];
     return a != b ? a < b : sc[x].order < sc[y].order;
   };
-  uint32_t slots = updateSlots(budget, despawns);
-  uint32_t room = gt.capacity() - gt.size();
+  // The update records' bytes; with kinds or attributes in use, less what the sections keep: a
+  // first sighting carries its kind and attributes in its own packet, so fresh candidates are
+  // admitted only as many as the sections' floor holds, and kind records that did not fit the last
+  // packet get room in this one.
+  const uint32_t stateBytes = budget.stateBytes - despawns * kDespawnRecordBytes;
+  const uint32_t tableRoom = gt.capacity() - gt.size();
+  uint32_t room = tableRoom;
+  uint32_t newCount = newPositive;
+  bool freshRoom = false;  // room bounds every fresh candidate (new or announced again), not only new ones
+  uint32_t reserved = 0;
+  PacketSections sections(s.kindRecords.data(), s.attributeSection.data());
+  // Attributes: what the client holds of them is in the ghost table; entries go into `sections`
+  // (and the acknowledgement log) as they are chosen.
+  const AttributeStore& attrs = store_.attributes();
+  const bool attributesOn = gt.tracksAttributes();
+  const bool acking = log && log->acknowledging;
+  uint32_t* const logAttributeIds = log && attributesOn ? log->attributeIds.data() + size_t{logSlot} * log->maxAttributes : nullptr;
+  // The most entries a packet takes: its log's room (the log keeps payloadBytes / 9), and the u16 count.
+  const uint32_t maxAttributeEntries = logAttributeIds ? std::min<uint32_t>(log->maxAttributes, 0xffff) : 0xffff;
+  uint32_t* const logAttributeVersions = log && attributesOn ? log->attributeVersions.data() + size_t{logSlot} * log->maxAttributes : nullptr;
+  // Entry e's attributes into the section when they fit within `limit` bytes of sections; false
+  // when they do not (nothing sent). True also when there is nothing to send (gone, none yet, the
+  // acknowledged version, or sent by this very pass: a packet names an entity's attributes once).
+  auto sendAttributes = [&](uint32_t e, uint32_t limit) {
+    const uint32_t id = gt.at(e).id, slot = slotOfId(id);
+    GhostAttribute& ga = gt.attributeAt(e);
+    const uint32_t version = attrs.version(slot);
+    if (attrs.owner(slot) != id || version == 0 || (acking && ga.acked == version) || ga.lastPass == pass) return true;
+    const uint32_t length = attrs.length(slot);
+    if (sections.bytes() + sections.attributeCost(length) > limit || sections.attributeCount() >= maxAttributeEntries) return false;
+    if (logAttributeIds) logAttributeIds[sections.attributeCount()] = id, logAttributeVersions[sections.attributeCount()] = version;
+    sections.addAttributeEntry(attrs.entry(slot));
+    ga.lastPass = pass;
+    return true;
+  };
+  // The attribute queue, then (viewers not acknowledging) the ghosts whose attributes went out
+  // attributeRepeatPasses or more passes ago, about 2 x size / K of the table a call from where the
+  // last stopped, while they fit within `limit`. findEntry: the entry index of an id, or -1.
+  auto fillAttributes = [&](uint32_t limit, auto findEntry) {
+    for (uint32_t q = gt.attributeQueueSize(); q > 0; --q) {
+      const uint32_t id = gt.attributeFront();
+      const int32_t e = findEntry(id);
+      if (e >= 0 && gt.attributeAt(uint32_t(e)).queued) {
+        const GhostEntry& ge = gt.at(uint32_t(e));
+        if (ge.state == kDeparting && !(ge.flags & kUnheld)) {  // it may yet be revived: it waits
+          gt.attributeRequeueFront();
+          continue;
+        }
+        // One announced again gets them with its announcement.
+        if (!(ge.flags & kUnheld) && !sendAttributes(uint32_t(e), limit)) return;
+        gt.attributeAt(uint32_t(e)).queued = 0;
+      }
+      gt.attributeDequeue();
+    }
+    const uint32_t K = c.attributeRepeatPasses, size = gt.size();
+    if (K == 0 || acking || size == 0) return;
+    for (uint32_t k = 0, scan = std::max<uint32_t>(16, 2 * ((size + K - 1) / K)); k < std::min(scan, size); ++k) {
+      const uint32_t e = v.attributeCursor % size;
+      const GhostEntry& ge = gt.at(e);
+      const GhostAttribute& ga = gt.attributeAt(e);
+      if (ge.state == kLive && !(ge.flags & kUnheld) && !ga.queued && uint16_t(pass - ga.lastPass) >= K && !sendAttributes(e, limit))
+        return;
+      v.attributeCursor = e + 1;
+    }
+  };
+  if (stateOn) {
+    const uint32_t floor = sectionFloor(stateBytes);
+    if (maxNewExtra > 0 && freshPositive > 0) {
+      constexpr uint32_t headers = 2 * kSectionCountBytes;
+      const uint32_t fits = floor > headers ? (floor - headers) / maxNewExtra : 0;
+      room = std::min({room, fits, freshPositive});
+      reserved = room > 0 ? headers + room * maxNewExtra : 0;
+      newCount = freshPositive, freshRoom = true;
+    }
+    if (v.kindBacklog > 0)
+      reserved += std::min<uint32_t>(floor - std::min(floor, reserved), kSectionCountBytes + kKindRecordBytes * v.kindBacklog);
+    // Attributes pending take what is left of the floor now; more after the records, if they leave room.
+    if (attributesOn && floor > reserved) {
+      fillAttributes(floor - reserved, [&](uint32_t id) { return lookup.find(id); });
+      reserved += sections.attributeBytes();
+    }
+  }
+  uint32_t slots = (stateBytes - reserved) / c.recordBytes;
   uint32_t take;
   uint32_t* chosen = s.chosen.data();
   bool allChosen = false;  // chosen = sc[0, take)
-  if (newPositive <= room) {
+  if (newCount <= room) {
     take = std::min(m, slots);
     if (m > slots && take > 0) {
       logBuckets(scores, m, true, s.buckets.data());
@@ -419,9 +550,10 @@ void World::serve(Viewer& v, Scratch& s) {
     // ones (what a walk in score order taking new ones while room lasts would take).
     uint32_t skipped;
     take = chooseWithRoom(
-        m, slots, room, [sc](uint32_t j) { return sc[j].entry < 0; }, [scores](uint32_t j) { return scores[j]; }, before,
-        chosen, &skipped, s.lists.data(), s.keys.data(), s.buckets.data(), s.indices.data(), s.kept.data());
-    st.ghostTableFull += skipped;
+        m, slots, room, [sc, freshRoom](uint32_t j) { return freshRoom ? sc[j].fresh != 0 : sc[j].entry < 0; },
+        [scores](uint32_t j) { return scores[j]; }, before, chosen, &skipped, s.lists.data(), s.keys.data(),
+        s.buckets.data(), s.indices.data(), s.kept.data());
+    if (room == tableRoom) st.ghostTableFull += skipped;  // else the sections' floor bound them: they come in later packets
   }
 
   // Assembly and bookkeeping: a sent ghost records its mark and the position the client now holds.
@@ -432,11 +564,37 @@ void World::serve(Viewer& v, Scratch& s) {
   const uint32_t* order = allChosen ? nullptr : chosen;
   uint32_t others;
   uint32_t* other = s.indices.data();  // free again after the selection
-  p = order ? writeRecords<true>(p, sc, order, take, candIndex, ents, packed, entries, other, &others)
-            : writeRecords<false>(p, sc, nullptr, take, candIndex, ents, packed, entries, other, &others);
+  const uint64_t* fieldsOf = c.fieldBytes ? snap.fields.data() : nullptr;
+  const uint64_t* marks = stateOn ? snap.stateMarks.data() : nullptr;
+  p = recordWriter(order != nullptr, c.fieldBytes > 0, snap.stateChecks())(p, sc, order, take, candIndex, ents, packed, fieldsOf,
+                                                                           c.fieldBytes, marks, entries, other, &others);
   uint32_t newGhosts = 0;
+  // The kinds and attributes sections go after the records, in the bytes the records left.
+  const uint32_t sectionRoom = stateBytes - take * c.recordBytes;
+  const uint16_t* const slotKind = stateOn ? snap.slotKind.data() : nullptr;
+  uint8_t* const logFlags = log ? log->updateFlags.data() + size_t{logSlot} * log->maxUpdates : nullptr;
+  if (logFlags) std::memset(logFlags, 0, take);
+  // A first sighting's kind record (unless its kind is 0) and attributes (once it has some); the
+  // floor kept the room for them. Were it short, attributes would be queued and a kind announced again.
+  auto announce = [&](uint32_t e, uint32_t id, uint32_t at) {
+    const uint16_t kind = slotKind[slotOfId(id)];
+    if (kind != 0) {
+      if (sections.bytes() + sections.kindCost() <= sectionRoom) {
+        sections.addKind(id, kind);
+        if (logFlags) logFlags[at] |= AckLog::kKindSent;
+      } else {
+        gt.at(e).flags |= kUnheld;
+      }
+    }
+    if (attributesOn) {
+      gt.attributeAt(e).acked = 0;  // announced (again): nothing of them is known to have arrived
+      if (!sendAttributes(e, sectionRoom)) gt.queueAttributes(e);
+    }
+  };
+  // First sightings first (the sections' bytes were kept for them), in packet order.
   for (uint32_t k = 0; k < others; ++k) {
     World::Scored& r = sc[order ? order[other[k]] : other[k]];
+    if (r.entry >= 0 && r.fresh == 0) continue;  // held, its kind or attributes changed: below
     const uint32_t idx = candIndex[r.order];
     const SnapEntity se = ents[idx];
     if (r.entry < 0) {
@@ -456,7 +614,43 @@ void World::serve(Viewer& v, Scratch& s) {
       a.inflight = 0;  // packets of the earlier incarnation no longer count (their records are ignored)
     }
     newGhosts += r.fresh;
+    if (stateOn) announce(uint32_t(r.entry), se.id, other[k]);
   }
+  // Then held ghosts last sent before their entity's kind or attributes changed (with state checks
+  // only): the new kind rides with this record when it fits, else the mark goes back before the
+  // change (the record goes again, with the kind, as soon as it scores) and the next packet keeps
+  // room for it.
+  uint32_t backlog = 0;
+  for (uint32_t k = 0; k < others && snap.stateChecks(); ++k) {
+    const World::Scored& r = sc[order ? order[other[k]] : other[k]];
+    if (r.fresh) continue;
+    const uint32_t idx = candIndex[r.order];
+    const SnapEntity se = ents[idx];
+    GhostEntry& ge = gt.at(uint32_t(r.entry));
+    const uint32_t before = ge.mark, kindMark = uint32_t(marks[idx]), attributeMark = uint32_t(marks[idx] >> 32);
+    ge.mark = se.odo;
+    if (int32_t(before - kindMark) < 0) {
+      if (sections.bytes() + sections.kindCost() <= sectionRoom) {
+        sections.addKind(se.id, slotKind[slotOfId(se.id)]);
+        if (logFlags) logFlags[other[k]] |= AckLog::kKindSent;
+      } else {
+        ge.mark = kindMark - c.newDrift;
+        ++backlog;
+      }
+    }
+    // Changed attributes are queued (unless this pass sent them already: the newest there are).
+    if (attributesOn && int32_t(before - attributeMark) < 0 && gt.attributeAt(uint32_t(r.entry)).lastPass != pass)
+      gt.queueAttributes(uint32_t(r.entry));
+  }
+  v.kindBacklog = uint16_t(std::min<uint32_t>(backlog, 0xffff));
+  // Attributes pending, in the room the records and kinds left (entries are inserted by now: the
+  // table's own index finds them).
+  if (attributesOn && sections.bytes() < sectionRoom) fillAttributes(sectionRoom, [&](uint32_t id) { return gt.find(id); });
+  uint8_t flags = eventCount ? kFlagEvents : 0;
+  p = sections.write(p, flags);
+  st.kinds += sections.kindCount();
+  st.attributes += sections.attributeCount();
+  st.attributeBytes += sections.attributeBytes();
   if (log || gt.tracksPositions()) {
     for (uint32_t i = 0; i < take; ++i) {
       const World::Scored& r = sc[order ? order[i] : i];
@@ -490,8 +684,9 @@ void World::serve(Viewer& v, Scratch& s) {
     lp.pass = v.passes, lp.sequence = v.sequence, lp.updates = uint16_t(take), lp.despawns = uint16_t(despawns), lp.used = 1;
     lp.probablyLost = 0;  // left over from the packet that used the slot before
     lp.firstEvent = firstEvent, lp.events = uint8_t(eventCount);
+    lp.attributes = uint16_t(sections.attributeCount());
   }
-  writeHeader(out, PacketHeader{v.sequence++, tick_, uint16_t(despawns), uint16_t(take), uint8_t(eventCount ? kFlagEvents : 0)});
+  writeHeader(out, PacketHeader{v.sequence++, tick_, uint16_t(despawns), uint16_t(take), flags});
   v.outLength = uint32_t(p - out);
   st.bytes += v.outLength;
 }

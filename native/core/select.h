@@ -184,7 +184,21 @@ uint32_t chooseWithRoom(uint32_t m, uint32_t slots, uint32_t room, IsNew isNew, 
     else pool[nPool++] = j;
   }
   const uint32_t keepFresh = std::min(room, nFresh);
-  keepLargestOf(fresh, nFresh, keepFresh, pool + nPool, score, less, keys, buckets, idx);
+  if (keepFresh > 0 && keepFresh < nFresh && keepFresh <= kFewTies) {
+    // Few to keep (a sections' floor admitting a handful of newcomers among many): a run kept in
+    // order by insertion, where most records lose the one comparison with its last.
+    uint32_t* best = pool + nPool;
+    uint32_t c = 0;
+    for (uint32_t k = 0; k < nFresh; ++k) {
+      const uint32_t x = fresh[k];
+      if (c == keepFresh && !less(x, best[c - 1])) continue;
+      uint32_t at = c < keepFresh ? c++ : c - 1;
+      for (; at > 0 && less(x, best[at - 1]); --at) best[at] = best[at - 1];
+      best[at] = x;
+    }
+  } else {
+    keepLargestOf(fresh, nFresh, keepFresh, pool + nPool, score, less, keys, buckets, idx);
+  }
   for (uint32_t k = 0; k < keepFresh; ++k) kept[pool[nPool + k]] = 1;
   nPool += keepFresh;
   uint32_t take;

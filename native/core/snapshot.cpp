@@ -124,7 +124,8 @@ uint64_t Snapshot::memoryBytes() const {
          vectorBytes(groupsChanged) + vectorBytes(tmpGroups_) + vectorBytes(tmpWeights_) +
          vectorBytes(slotCell_) + vectorBytes(cursor_) + vectorBytes(tmpEnts_) + vectorBytes(tmpPacked_) + vectorBytes(slotPacked_) +
          vectorBytes(grid_.ringDx) + vectorBytes(grid_.ringDy) + vectorBytes(grid_.ringEnd) + vectorBytes(grid_.sub[0].order) +
-         vectorBytes(grid_.sub[1].order);
+         vectorBytes(grid_.sub[1].order) + vectorBytes(fields) + vectorBytes(tmpFields_) + vectorBytes(stateMarks) +
+         vectorBytes(tmpStateMarks_) + vectorBytes(slotKind) + vectorBytes(slotExtra);
 }
 
 Snapshot::Snapshot(const Config& c)
@@ -148,6 +149,10 @@ void Snapshot::plan(const EntityStore& store) {
   atLeast(slotPacked_, hw, store.capacity());
   if (slotGroups.size() < hw) slotGroups.resize(store.capacity(), ~0u);
   atLeast(groupsChanged, hw, store.capacity());
+  // Kinds and attributes, once either is in use (which only a call from the game changes, never
+  // the tick between plan and fill).
+  const bool state = store.stateInUse();
+  if (state && slotKind.size() < store.capacity()) slotKind.resize(store.capacity()), slotExtra.resize(store.capacity());
   if (slotIndex.size() < hw) slotIndex.resize(store.capacity(), 0);
   std::fill(cursor_.begin(), cursor_.end(), 0u);
 
@@ -174,6 +179,9 @@ void Snapshot::plan(const EntityStore& store) {
   atLeast(packed, n, cap);
   atLeast(groups, n, cap);
   atLeast(weights, n, cap);
+  const bool hasFields = store.fieldCount() > 0;
+  if (hasFields) atLeast(fields, n, cap);
+  if (state && stateMarks.size() < ents.size()) stateMarks.resize(ents.size());
   uint32_t denseCount = 0, largestDense = 0;
   for (uint32_t cell = 0; cell < c.cellCount; ++cell) {
     if (cursor_[cell] < c.denseCellThreshold) continue;
@@ -189,6 +197,8 @@ void Snapshot::plan(const EntityStore& store) {
     atLeast(tmpPacked_, largestDense, largestDense);
     atLeast(tmpGroups_, largestDense, largestDense);
     atLeast(tmpWeights_, largestDense, largestDense);
+    if (hasFields) atLeast(tmpFields_, largestDense, largestDense);
+    if (state && tmpStateMarks_.size() < largestDense) tmpStateMarks_.resize(std::max<size_t>(largestDense, tmpEnts_.size()));
   }
 }
 
@@ -221,6 +231,12 @@ void Snapshot::fill(const EntityStore& store) {
   const uint8_t* sw = store.weights();
   const uint8_t* alive = store.alive();
   uint32_t changed = 0, notAll = 0, notOne = 0;
+  const bool hasFields = store.fieldCount() > 0;
+  const uint64_t* slotFields = store.packedFields();
+  state_ = store.stateInUse();
+  stateChecks_ = state_ && store.stateChangedLive() > 0;
+  const uint32_t* kindMarks = store.kindMarks();
+  const uint32_t* attributeMarks = store.attributeMarks();
   for (uint32_t s = 0; s < hw; ++s) {
     const uint32_t g = sg[s];
     if (g != slotGroups[s]) {
@@ -234,6 +250,19 @@ void Snapshot::fill(const EntityStore& store) {
     packed[at] = slotPacked_[s];
     groups[at] = g, weights[at] = sw[s];
     notAll |= ~g, notOne |= sw[s] ^ 1u;
+    if (hasFields) fields[at] = slotFields[s];
+    if (state_) stateMarks[at] = kindMarks[s] | uint64_t(attributeMarks[s]) << 32;
+  }
+  maxExtra_ = 0;
+  if (state_) {
+    const uint16_t* kinds = store.kinds();
+    const AttributeStore& attrs = store.attributes();
+    for (uint32_t s = 0; s < hw; ++s) {
+      uint32_t extra = kinds[s] != 0 ? kKindRecordBytes : 0;
+      if (attrs.enabled() && attrs.version(s) != 0) extra += kAttributeHeaderBytes + attrs.length(s);
+      slotKind[s] = kinds[s], slotExtra[s] = uint16_t(extra);
+      if (slotCell_[s] != UINT32_MAX) maxExtra_ = std::max(maxExtra_, extra);
+    }
   }
   groupsChangedCount = changed;
   groupsInUse = notAll != 0, weightsInUse = notOne != 0;
@@ -276,6 +305,8 @@ void Snapshot::fill(const EntityStore& store) {
       std::copy(packed.begin() + b, packed.begin() + e, tmpPacked_.begin());
       std::copy(groups.begin() + b, groups.begin() + e, tmpGroups_.begin());
       std::copy(weights.begin() + b, weights.begin() + e, tmpWeights_.begin());
+      if (hasFields) std::copy(fields.begin() + b, fields.begin() + e, tmpFields_.begin());
+      if (state_) std::copy(stateMarks.begin() + b, stateMarks.begin() + e, tmpStateMarks_.begin());
       uint32_t wr[256];
       std::copy(ss, ss + SS, wr);
       for (uint32_t i = 0; i < m; ++i) {
@@ -283,6 +314,8 @@ void Snapshot::fill(const EntityStore& store) {
         uint32_t k = uint32_t((t.y & cellMask) >> subShift) * S + uint32_t((t.x & cellMask) >> subShift);
         uint32_t at = wr[k]++;
         ents[at] = t, packed[at] = tmpPacked_[i], groups[at] = tmpGroups_[i], weights[at] = tmpWeights_[i];
+        if (hasFields) fields[at] = tmpFields_[i];
+        if (state_) stateMarks[at] = tmpStateMarks_[i];
       }
       ++dense;
     }

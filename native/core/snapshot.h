@@ -115,6 +115,21 @@ class Snapshot {
   std::vector<uint32_t> slotGroups;
   std::vector<uint32_t> groupsChanged;
   uint32_t groupsChangedCount = 0;
+  // Per entity, in snapshot order, when the configuration has fast fields: the fields as the
+  // record carries them (EntityStore::packedFields).
+  std::vector<uint64_t> fields;
+  // Once kinds or attributes are in use (EntityStore::stateInUse; state()): per entity, in snapshot
+  // order, its kind mark | attribute mark << 32 (EntityStore::kindMarks); per slot, its kind and
+  // the bytes a first sighting of it adds to a packet (a kind record unless the kind is 0, an
+  // attribute entry once it has attributes).
+  std::vector<uint64_t> stateMarks;
+  std::vector<uint16_t> slotKind, slotExtra;
+  bool state() const { return state_; }
+  // Whether some live entity's kind or attributes changed since it spawned: ghosts' marks are
+  // then checked against the entity's marks.
+  bool stateChecks() const { return stateChecks_; }
+  // The largest first-sighting size of an entity in the snapshot (0: none adds anything).
+  uint32_t maxExtra() const { return maxExtra_; }
   // Per slot: the snapshot index of its entity. Not cleared between builds: a slot whose entity is
   // not in this snapshot (outside the region, despawned) may keep an older index, so a reader
   // checks i < count() && ents[i].id == id (an entity is in the snapshot at most once).
@@ -142,6 +157,10 @@ class Snapshot {
   std::vector<uint64_t> tmpPacked_;
   std::vector<uint32_t> tmpGroups_;
   std::vector<uint8_t> tmpWeights_;
+  std::vector<uint64_t> tmpFields_;
+  std::vector<uint64_t> tmpStateMarks_;
+  bool state_ = false, stateChecks_ = false;
+  uint32_t maxExtra_ = 0;
   std::vector<uint64_t> slotPacked_;  // scratch: the packed position of each slot this tick
 };
 

@@ -24,11 +24,12 @@ void TickStats::add(const TickStats& o) {
   bytes += o.bytes, ghostTableFull += o.ghostTableFull, subscriptionChanges += o.subscriptionChanges;
   events += o.events, eventBytes += o.eventBytes, pressureEvictions += o.pressureEvictions;
   hiddenDepartures += o.hiddenDepartures;
+  kinds += o.kinds, attributes += o.attributes, attributeBytes += o.attributeBytes;
 }
 
 World::World(const Config& config, uint32_t capacity, bool recordGhostPositions)
     : config_(config),
-      store_(capacity),
+      store_(capacity, StoreSchema::of(config_)),
       snapshot_(config_),
       recordGhostPositions_(recordGhostPositions),
       walkCap_(config.walkCap),
@@ -55,9 +56,9 @@ void World::addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked)
 }
 
 void World::checkPayloadBytes(uint32_t payload) const {
-  if (payload < kHeaderBytes + config_.eventReserveBytes + kRecordBytes || payload > kMaxPayloadBytes)
+  if (payload < config_.minPayloadBytes || payload > kMaxPayloadBytes)
     throw CoreError("ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
-                    "payloadBytes must be between " + std::to_string(kHeaderBytes + config_.eventReserveBytes + kRecordBytes) +
+                    "payloadBytes must be between " + std::to_string(config_.minPayloadBytes) +
                         " and " + std::to_string(kMaxPayloadBytes) + ", received " + std::to_string(payload));
 }
 
@@ -93,7 +94,7 @@ std::unique_ptr<Viewer> World::makeViewer(uint32_t avatarId, ViewerOptions opts,
   checkViewRadius(radius);
   if (!outputChecked) checkOutputRoom(outputBytes_ + payload);
   auto v = std::make_unique<Viewer>(avatarId, payload, opts.sendPeriod, 0, config_.ghostTableCapacity, recordGhostPositions_,
-                                    opts.acks, config_.eventReserveBytes, &ghostArena_);
+                                    opts.acks, config_.eventReserveBytes, &ghostArena_, config_.attributeBytes);
   setViewRadius(*v, radius, config_);
   v->groups = opts.groups;
   v->asked = ViewerSettings{payload, opts.sendPeriod, radius, opts.groups, 1};
@@ -140,7 +141,13 @@ void World::prepareViewerChange(Viewer& v, ViewerChange& c, uint64_t outputTotal
       c.logUpdates = c.to.payloadBytes / kRecordBytes, c.logDespawns = c.to.payloadBytes / kDespawnRecordBytes;
       c.logIds.resize(size_t{AckLog::kPackets} * c.logUpdates);
       c.logMarks.resize(size_t{AckLog::kPackets} * c.logUpdates);
+      c.logFlags.resize(size_t{AckLog::kPackets} * c.logUpdates);
       c.logDespawnIds.resize(size_t{AckLog::kPackets} * c.logDespawns);
+      if (v.ackLog->maxAttributes > 0) {
+        c.logAttributes = c.to.payloadBytes / kAttributeHeaderBytes;
+        c.logAttributeIds.resize(size_t{AckLog::kPackets} * c.logAttributes);
+        c.logAttributeVersions.resize(size_t{AckLog::kPackets} * c.logAttributes);
+      }
       logUpdates = c.logUpdates;
     }
   }
@@ -184,11 +191,23 @@ void World::applyViewerChange(Viewer& v, ViewerChange& c) noexcept {
         const AckLog::Packet& p = log.packets[slot];
         std::copy_n(log.updateIds.data() + size_t{slot} * log.maxUpdates, p.updates, c.logIds.data() + size_t{slot} * c.logUpdates);
         std::copy_n(log.updateMarks.data() + size_t{slot} * log.maxUpdates, p.updates, c.logMarks.data() + size_t{slot} * c.logUpdates);
+        std::copy_n(log.updateFlags.data() + size_t{slot} * log.maxUpdates, p.updates, c.logFlags.data() + size_t{slot} * c.logUpdates);
+        if (c.logAttributes > 0) {
+          std::copy_n(log.attributeIds.data() + size_t{slot} * log.maxAttributes, p.attributes,
+                      c.logAttributeIds.data() + size_t{slot} * c.logAttributes);
+          std::copy_n(log.attributeVersions.data() + size_t{slot} * log.maxAttributes, p.attributes,
+                      c.logAttributeVersions.data() + size_t{slot} * c.logAttributes);
+        }
         std::copy_n(log.despawnIds.data() + size_t{slot} * log.maxDespawns, p.despawns,
                     c.logDespawnIds.data() + size_t{slot} * c.logDespawns);
       }
       log.updateIds.swap(c.logIds), log.updateMarks.swap(c.logMarks), log.despawnIds.swap(c.logDespawnIds);
+      log.updateFlags.swap(c.logFlags);
       log.maxUpdates = c.logUpdates, log.maxDespawns = c.logDespawns;
+      if (c.logAttributes > 0) {
+        log.attributeIds.swap(c.logAttributeIds), log.attributeVersions.swap(c.logAttributeVersions);
+        log.maxAttributes = c.logAttributes;
+      }
     }
   }
 }
@@ -236,7 +255,8 @@ uint64_t World::memoryBytes() const {
     const Viewer& v = *vp;
     n += sizeof(Viewer);
     if (v.ackLog) n += sizeof(AckLog) + vectorBytes(v.ackLog->updateIds) + vectorBytes(v.ackLog->updateMarks) + vectorBytes(v.ackLog->despawnIds) +
-                       vectorBytes(v.ackLog->resend.ids) + vectorBytes(v.ackLog->unconfirmedDespawns.ids);
+                       vectorBytes(v.ackLog->resend.ids) + vectorBytes(v.ackLog->unconfirmedDespawns.ids) +
+                       vectorBytes(v.ackLog->updateFlags) + vectorBytes(v.ackLog->attributeIds) + vectorBytes(v.ackLog->attributeVersions);
     if (v.events) n += sizeof(EventQueue) + uint64_t{kMaxQueuedEvents} * v.events->maxEventBytes();
   }
   for (const auto& sp : scratch_) {
@@ -244,7 +264,8 @@ uint64_t World::memoryBytes() const {
     n += sizeof(Scratch) + vectorBytes(s.candD2) + vectorBytes(s.candIndex) + vectorBytes(s.candIdOdo) + vectorBytes(s.eligible) +
          vectorBytes(s.buckets) + vectorBytes(s.indices) + vectorBytes(s.scored) + vectorBytes(s.scores) + vectorBytes(s.chosen) +
          vectorBytes(s.lists) + vectorBytes(s.keys) + vectorBytes(s.kept) + vectorBytes(s.removals) + vectorBytes(s.evicted) +
-         vectorBytes(s.stale) + vectorBytes(s.words) + s.lookup.memoryBytes();
+         vectorBytes(s.stale) + vectorBytes(s.words) + vectorBytes(s.kindRecords) + vectorBytes(s.attributeSection) +
+         s.lookup.memoryBytes();
   }
   return n;
 }
@@ -275,6 +296,7 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
   GhostTable& gt = v.ghosts;
   const uint32_t* ids = log.updateIds.data() + size_t{slot} * log.maxUpdates;
   const uint32_t* marks = log.updateMarks.data() + size_t{slot} * log.maxUpdates;
+  const uint8_t* flags = log.updateFlags.data() + size_t{slot} * log.maxUpdates;
   for (uint32_t i = 0; i < p.updates; ++i) {
     int32_t e = gt.find(ids[i]);
     if (e < 0) continue;
@@ -298,6 +320,30 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
       // acknowledged (its announcement may be what was lost) scores as a new candidate does, plus
       // its drift since: an entity that never moves is announced again too.
       ge.mark = a.confirmed ? a.ackedMark : marks[i] - config_.newDrift;
+    }
+    if (!delivered && (flags[i] & AckLog::kKindSent) && !(ge.flags & kUnheld)) {
+      // It carried the entity's kind: a later record did not (its ghost's mark was past the kind
+      // mark then), so the mark goes back before the kind mark, and the next record sends the kind.
+      const uint32_t kindMark = store_.kindMarks()[slotOfId(ids[i])];
+      if (store_.isLive(ids[i]) && int32_t(ge.mark - kindMark) >= 0) ge.mark = kindMark - config_.newDrift;
+    }
+  }
+  // Its attribute entries: acknowledged, the ghost's acknowledged version moves up; lost (or
+  // probably), the ghost's attributes are queued again unless a newer or the same version was
+  // acknowledged (the queue sends the newest then).
+  if (!assumed && gt.tracksAttributes()) {
+    const uint32_t* aIds = log.attributeIds.data() + size_t{slot} * log.maxAttributes;
+    const uint32_t* aVersions = log.attributeVersions.data() + size_t{slot} * log.maxAttributes;
+    for (uint32_t i = 0; i < p.attributes; ++i) {
+      const int32_t e = gt.find(aIds[i]);
+      if (e < 0 || p.pass < gt.ackAt(uint32_t(e)).born) continue;  // gone, or an earlier incarnation's
+      GhostAttribute& ga = gt.attributeAt(uint32_t(e));
+      const bool newer = ga.acked == 0 || int32_t(aVersions[i] - ga.acked) > 0;
+      if (delivered) {
+        if (newer) ga.acked = aVersions[i];
+      } else if (newer) {
+        gt.queueAttributes(uint32_t(e));
+      }
     }
   }
   if (probably) {
@@ -526,7 +572,10 @@ void World::reserveScratch(unsigned threads) {
       s->kept.resize(scored), s->words.resize(config_.ghostCap);
       s->removals.resize(config_.ghostTableCapacity), s->evicted.resize(config_.ghostTableCapacity);
       s->stale.resize(config_.ghostTableCapacity + 16);
+      s->kindRecords.resize(size_t{kKindRecordBytes} * config_.ghostCap);
     }
+    if (s->attributeSection.size() < kMaxPayloadBytes + kAttributeCopySlack && config_.attributeBytes > 0)
+      s->attributeSection.resize(kMaxPayloadBytes + kAttributeCopySlack);
     s->lookup.reserve(store_.highWater());
     if (s->boostIds.size() < store_.highWater()) {
       size_t k = s->boostIds.size();

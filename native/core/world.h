@@ -69,12 +69,17 @@ struct AckLog {
   enum Outcome : uint8_t { Delivered, ProbablyLost, Lost, Assumed };
   // ringCapacity: the most despawns waiting to be sent again, and the most despawns of packets
   // assumed delivered kept for the first acknowledgement (the ghost table's capacity).
-  AckLog(uint32_t maxUpdates, uint32_t maxDespawns, uint32_t ringCapacity)
+  // maxAttributes: the most attribute entries a packet carries (0 without attributes).
+  AckLog(uint32_t maxUpdates, uint32_t maxDespawns, uint32_t ringCapacity, uint32_t maxAttributes = 0)
       : maxUpdates(maxUpdates),
         maxDespawns(maxDespawns),
+        maxAttributes(maxAttributes),
         updateIds(size_t{kPackets} * maxUpdates),
         updateMarks(size_t{kPackets} * maxUpdates),
+        updateFlags(size_t{kPackets} * maxUpdates),
         despawnIds(size_t{kPackets} * maxDespawns),
+        attributeIds(size_t{kPackets} * maxAttributes),
+        attributeVersions(size_t{kPackets} * maxAttributes),
         resend(ringCapacity),
         unconfirmedDespawns(ringCapacity) {}
   // A FIFO of entity ids with a fixed capacity.
@@ -112,14 +117,20 @@ struct AckLog {
     uint16_t sequence = 0;
     uint16_t updates = 0;
     uint16_t despawns = 0;
+    uint16_t attributes = 0;  // attribute entries (their ids and versions in attributeIds / attributeVersions)
     uint16_t firstEvent = 0;
     uint8_t events = 0;
     uint8_t used = 0;
     uint8_t probablyLost = 0;  // its records already had their priority back
   };
-  uint32_t maxUpdates, maxDespawns;
+  uint32_t maxUpdates, maxDespawns, maxAttributes;
   Packet packets[kPackets];
-  std::vector<uint32_t> updateIds, updateMarks, despawnIds;
+  std::vector<uint32_t> updateIds, updateMarks;
+  // Per update record: kKindSent when the packet carried the entity's kind with it.
+  static constexpr uint8_t kKindSent = 1;
+  std::vector<uint8_t> updateFlags;
+  std::vector<uint32_t> despawnIds;
+  std::vector<uint32_t> attributeIds, attributeVersions;
   // Despawns to send again, oldest first: ids whose despawn record went out in a packet found lost.
   // A ghost entry is removed when its despawn record is written (as for a viewer without
   // acknowledgements), so a despawn in flight takes no room in the table; its packet's log slot
@@ -156,17 +167,23 @@ struct ViewerChange {
   // logged packets into them.
   uint32_t logUpdates = 0, logDespawns = 0;
   std::vector<uint32_t> logIds, logMarks, logDespawnIds;
+  std::vector<uint8_t> logFlags;
+  uint32_t logAttributes = 0;  // the larger attribute log, with attributes (0: unchanged)
+  std::vector<uint32_t> logAttributeIds, logAttributeVersions;
 };
 
 struct Viewer {
+  // attributeBytes: the configuration's (0: no attributes, no attribute state kept).
   Viewer(uint32_t avatar, uint32_t payload, uint32_t period, uint32_t phase, uint32_t ghostCapacity,
-         bool trackPositions, bool acks, uint32_t eventReserveBytes, BlockArena* ghostArena)
+         bool trackPositions, bool acks, uint32_t eventReserveBytes, BlockArena* ghostArena, uint32_t attributeBytes = 0)
       : avatarId(avatar),
         payloadBytes(payload),
         sendPeriod(period),
         phase(phase),
-        ghosts(ghostCapacity, trackPositions, acks, ghostArena) {
-    if (acks) ackLog = std::make_unique<AckLog>(payload / kRecordBytes, payload / kDespawnRecordBytes, ghostCapacity);
+        ghosts(ghostCapacity, trackPositions, acks, ghostArena, attributeBytes > 0) {
+    if (acks)
+      ackLog = std::make_unique<AckLog>(payload / kRecordBytes, payload / kDespawnRecordBytes, ghostCapacity,
+                                        attributeBytes > 0 ? payload / kAttributeHeaderBytes : 0);
     if (acks && eventReserveBytes > kEventSectionBytes + kEventHeaderBytes)
       events = std::make_unique<EventQueue>(eventReserveBytes - kEventSectionBytes - kEventHeaderBytes);
   }
@@ -206,6 +223,12 @@ struct Viewer {
   // kBuckets: none yet): where the next one's search starts (see thresholdBucket).
   uint16_t scoreBucketHint = kBuckets;
   uint16_t sequence = 0;
+  // Kind records that did not fit the last packet (their ghosts' marks were set back, so they go
+  // again): the next packet keeps room for them.
+  uint16_t kindBacklog = 0;
+  // Where the next pass's look for attributes due again (viewers without acknowledgements) starts:
+  // a ghost table index, taken modulo its size.
+  uint32_t attributeCursor = 0;
   // passes and sequence as of the last prepareTick: what the caller's thread may read while a
   // pass runs (the pass advances the two above).
   uint32_t passesBeforePass = 0;
@@ -246,6 +269,8 @@ struct TickStats {
   uint64_t bytes = 0, ghostTableFull = 0, subscriptionChanges = 0, events = 0, eventBytes = 0;
   uint64_t pressureEvictions = 0;  // ghosts evicted before their grace window ran out: the table was full
   uint64_t hiddenDepartures = 0;   // ghosts departed at once: their groups no longer meet the viewer's
+  uint64_t kinds = 0;               // kind records sent
+  uint64_t attributes = 0, attributeBytes = 0;  // attribute entries sent, and the attributes sections' bytes
   void add(const TickStats& o);
 };
 
@@ -401,6 +426,8 @@ class World {
     std::vector<uint32_t> evicted;   // ids evicted this pass
     std::vector<uint32_t> stale;     // entries found stale this pass (GhostTable::stale)
     std::vector<uint16_t> words;     // lookup map words of the eligible candidates
+    std::vector<uint8_t> kindRecords;       // this packet's kind records, before they are copied in
+    std::vector<uint8_t> attributeSection;  // this packet's attribute entries, likewise
     GhostLookup lookup;              // slot -> entry of the viewer being served
     // Per slot: the boosted id of that slot while a viewer with a boost set is scored, else a
     // value no id of the slot can be (its slot bits differ).
@@ -412,6 +439,7 @@ class World {
   // v's) depart now, their despawns ahead of the others. The ghosts checked: every one after a
   // change of v's groups, else those of entities whose groups changed since v's last pass.
   void departHidden(Viewer& v, Scratch& s, const GhostLookup::Loaded& lookup) const;
+  uint32_t sectionFloor(uint32_t stateBytes) const;
   // Throws ERR_SIGHTLINE_INVALID_ACK unless `ack` is one of the `passes` sequences up to sequence - 1.
   static void checkAck(const Viewer& v, uint16_t ack, uint16_t sequence, uint32_t passes);
   void resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::Outcome outcome) const;

@@ -101,13 +101,35 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
   in.walkCap = double(16 + rng() % 200);
   in.eventReserveBytes = 40;
   in.denseCellThreshold = 32;
+  // Fast fields on two seeds of three: 23 bits (3 bytes a record), one of them with weight 0.
+  if (seed % 3 != 0) {
+    in.fields.push_back(FieldInput{"yaw", 10, 0.0, 6.283185307179586, std::nullopt});
+    in.fields.push_back(FieldInput{"anim", 5, std::nullopt, std::nullopt, 0.0});
+    in.fields.push_back(FieldInput{"health", 8, std::nullopt, 100.0, 0.5});
+    in.attributeBytes = 24;  // and attributes, repeated every 6 passes to viewers without acks
+    in.attributeRepeatPasses = 6;
+  }
   Config c = buildConfig(in);
   World w(c, 800, seed % 2 == 0);
+  // Kinds and attributes: set at spawn and changed now and then (on every seed: kinds need no config).
+  auto name = [&](uint32_t k) {
+    uint8_t b[24];
+    for (uint8_t& x : b) x = uint8_t(k * 31 + (&x - b));
+    return std::vector<uint8_t>(b, b + (k % 25));
+  };
+  auto setState = [&](uint32_t id) {
+    if (rng() % 3 == 0) w.entities().setKind(id, uint16_t(rng() % 5));
+    if (c.attributeBytes && rng() % 3 == 0) {
+      std::vector<uint8_t> n = name(rng());
+      w.entities().setAttributes(id, n.data(), uint32_t(n.size()));
+    }
+  };
   ThreadPool pool(threads);
   std::vector<uint32_t> live;
   auto spawn = [&] {
     live.push_back(w.entities().spawn(int32_t(uni(0, c.regionRaw)), int32_t(uni(0, c.regionRaw)),
-                                      int32_t(uni(-600 * 1024, 600 * 1024))));
+                                      int32_t(uni(-600 * 1024, 600 * 1024)), uint16_t(rng() % 4)));
+    setState(live.back());
   };
   for (int i = 0; i < 600; ++i) spawn();
   // A crowd in one cell so sub-grids are used; for odd seeds packed into one of its sub-cells, so
@@ -121,7 +143,7 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
   std::vector<uint32_t> viewers;
   for (int i = 0; i < 60; ++i) {
     bool acks = i % 2 == 0;
-    w.addViewer(live[i], ViewerOptions{uint32_t(16 + 40 + 12 * (1 + rng() % 40) + 4 * (rng() % 8)), uint32_t(1 + rng() % 3), acks});
+    w.addViewer(live[i], ViewerOptions{uint32_t(c.minPayloadBytes + c.recordBytes * (rng() % 40) + 4 * (rng() % 8)), uint32_t(1 + rng() % 3), acks});
     viewers.push_back(live[i]);
   }
   // Acknowledgements travel back with loss and delay.
@@ -136,6 +158,10 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
       uint32_t k = rng() % 100;
       if (k < 60) xs[s] += int32_t(uni(-900, 900)), ys[s] += int32_t(uni(-900, 900));
       else if (k < 62) xs[s] = int32_t(uni(-4000, c.regionRaw + 4000)), ys[s] = int32_t(uni(-4000, c.regionRaw + 4000));
+      // Fields change on some still entities too (out-of-range values are clamped by the tick).
+      for (uint32_t f = 0; f < w.entities().fieldCount(); ++f)
+        if (rng() % 8 == 0) w.entities().fieldValues()[size_t(f) * w.entities().capacity() + s] = int32_t(uni(-3, 1100));
+      if (rng() % 40 == 0) setState(id);
     }
     for (int k = 0; k < 3; ++k) {
       if (live.size() > 100 && rng() % 2) {
@@ -161,7 +187,7 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
       ViewerChange ch;
       ch.what = 1u + rng() % 31;
       ch.to.sendPeriod = 1 + rng() % 3;
-      ch.to.payloadBytes = uint32_t(16 + 40 + 12 * (1 + rng() % 60) + 4 * (rng() % 8));
+      ch.to.payloadBytes = uint32_t(c.minPayloadBytes + c.recordBytes * (rng() % 60) + 4 * (rng() % 8));
       ch.to.viewRadiusRaw = 1 + int64_t(rng() % uint64_t(c.viewRadiusRaw));
       ch.to.groups = rng() % 3 == 0 ? ~0u : 1u + rng() % 15;
       ch.to.boostFactor = 1 + rng() % 16;
@@ -199,7 +225,15 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
         events = at - kHeaderBytes;
         CHECK(events <= c.eventReserveBytes, "events %u > reserve", events);
       }
-      CHECK(kHeaderBytes + events + 4u * u16(p + 12) + 12u * u16(p + 14) == v.outLength, "counts do not match length");
+      // The kinds and attributes sections after the records (their flags 2 and 4).
+      uint32_t sections = 0, at = kHeaderBytes + events + 4u * u16(p + 12) + c.recordBytes * u16(p + 14);
+      if (p[1] & kFlagKinds) sections += kSectionCountBytes + kKindRecordBytes * u16(p + at);
+      if (p[1] & kFlagAttributes) {
+        uint32_t a = at + sections, n = u16(p + a), len = kSectionCountBytes;
+        for (uint32_t k = 0; k < n; ++k) len += kAttributeHeaderBytes + p[a + len + 8];
+        sections += len;
+      }
+      CHECK(at + sections == v.outLength, "counts do not match length");
       CHECK(4u * u16(p + 12) <= (v.payloadBytes - kHeaderBytes - events) / 2, "despawns over half");
       out.emplace_back(p, p + v.outLength);
       if (v.ackLog && rng() % 5 != 0) inflight.push_back(Ack{t + uint32_t(rng() % 4), v.avatarId, u16(p + 2)});
@@ -235,14 +269,24 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
 
 // A warm world (viewers with and without acks and events, entities moving, a crowd) ticks without
 // a single allocation: neither the once-per-tick phases nor the pass.
-void warmTicksDoNotAllocate(unsigned threads) {
+void warmTicksDoNotAllocate(unsigned threads, bool state) {
   ConfigInput in;
   in.eventReserveBytes = 64;
+  if (state) {  // a 24-bit field schema, kinds, and 32-byte attributes changing on 10% of the entities a second
+    in.fields.push_back(FieldInput{"yaw", 10, 0.0, 6.283185307179586, std::nullopt});
+    in.fields.push_back(FieldInput{"anim", 6, std::nullopt, std::nullopt, std::nullopt});
+    in.fields.push_back(FieldInput{"health", 8, std::nullopt, 100.0, 0.5});
+    in.attributeBytes = 32;
+  }
   Config c = buildConfig(in);
   World w(c, 4096);
   std::mt19937 rng(7);
-  for (int i = 0; i < 4000; ++i)
-    w.entities().spawn(int32_t(2048 * 1024 + rng() % (128 * 1024)), int32_t(2048 * 1024 + rng() % (128 * 1024)), 0);
+  uint8_t name[32] = {};
+  for (int i = 0; i < 4000; ++i) {
+    uint32_t id = w.entities().spawn(int32_t(2048 * 1024 + rng() % (128 * 1024)), int32_t(2048 * 1024 + rng() % (128 * 1024)), 0,
+                                     state ? uint16_t(1 + i % 3) : 0);
+    if (state) w.entities().setAttributes(id, name, 32);
+  }
   for (uint32_t s = 0; s < 600; ++s) w.addViewer(w.entities().idOfSlot(s), ViewerOptions{0, 1 + s % 2, s % 3 == 0});
   // Every control in use: viewers with their own radius, groups and a boost set; entities with
   // groups and priorities that keep changing (the groups log and checks run every tick).
@@ -261,6 +305,16 @@ void warmTicksDoNotAllocate(unsigned threads) {
     int32_t* xs = w.entities().x();
     for (uint32_t s = 0; s < 4000; ++s) xs[s] += int32_t(rng() % 201) - 100;
     for (uint32_t k = 0; k < 40; ++k) w.entities().setGroups(w.entities().idOfSlot(rng() % 4000), rng() % 16);
+    int32_t* fields = w.entities().fieldValues();
+    for (uint32_t f = 0; f < w.entities().fieldCount(); ++f)
+      for (uint32_t s = f; s < 4000; s += 7) fields[size_t(f) * w.entities().capacity() + s] = int32_t(rng() % 300);
+    if (state) {  // 400 entities a second at 20 Hz: 20 a tick; a kind now and then
+      for (int k = 0; k < 20; ++k) {
+        name[0] = uint8_t(t), name[1] = uint8_t(k);
+        w.entities().setAttributes(w.entities().idOfSlot(rng() % 4000), name, 1 + rng() % 32);
+      }
+      if (t % 7 == 0) w.entities().setKind(w.entities().idOfSlot(rng() % 4000), uint16_t(rng() % 4));
+    }
     w.prepareTick(pool.size());
     w.runPass(pool);
     for (uint32_t s = 0; s < 600; s += 3) {
@@ -274,8 +328,9 @@ void warmTicksDoNotAllocate(unsigned threads) {
   uint64_t before = allocations.load();
   for (uint32_t t = 100; t < 300; ++t) tick(t);
   uint64_t during = allocations.load() - before;
-  CHECK(during == 0, "%u threads: %llu allocations in 200 warm ticks", threads, (unsigned long long)during);
-  std::printf("%u threads: %llu allocations in 200 warm ticks\n", threads, (unsigned long long)during);
+  CHECK(during == 0, "%u threads%s: %llu allocations in 200 warm ticks", threads, state ? " (state)" : "", (unsigned long long)during);
+  std::printf("%u threads%s: %llu allocations in 200 warm ticks\n", threads, state ? ", fields, kinds and attributes" : "",
+              (unsigned long long)during);
 }
 
 // GhostLookup answers exactly as the table's own index: random tables, reused slots (several
@@ -1036,8 +1091,10 @@ int main() {
   snapshotPackingAgrees();
   ghostLookupMatchesTheIndex();
   staleMatchesTheRule();
-  warmTicksDoNotAllocate(1);
-  warmTicksDoNotAllocate(2);
+  warmTicksDoNotAllocate(1, false);
+  warmTicksDoNotAllocate(2, false);
+  warmTicksDoNotAllocate(1, true);
+  warmTicksDoNotAllocate(2, true);
   const uint64_t finerBeforeRuns = finerCells;
   for (uint32_t seed = 1; seed <= 6; ++seed) {
     auto a = run(seed, 1, 250);

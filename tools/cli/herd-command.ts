@@ -42,6 +42,7 @@ export function registerHerdCommand(program: Command): Command {
         integerOption(1, NET_MAX_CLIENTS),
       ),
     )
+    .option('--state', 'state beyond positions: heading, animation and health as fields, a kind, a name and level as attributes', false)
     .option('--no-governor', "run without the tick governor (run()'s load shedding, on by default)")
     .option('--congestion', 'congestion control for the UDP clients (with --net udp)', false)
     .option('--web', 'serve the live page: a browser joins as a WebSocket client and draws what it believes next to the truth', false)

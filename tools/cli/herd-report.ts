@@ -1,5 +1,5 @@
 // The herd report as text: the table `sightline herd` prints without --json.
-import { GOVERNOR_LEVELS, HEADER_BYTES, RECORD_BYTES } from 'sightline';
+import { GOVERNOR_LEVELS, HEADER_BYTES } from 'sightline';
 import { TARGETS } from '../herd/metrics.js';
 import type { NetworkReport } from '../herd/net-herd.js';
 import type { HerdReport } from '../herd/run.js';
@@ -8,7 +8,7 @@ import { fmt, fmtRate, renderTable, type Row } from './util.js';
 // "98 slots", or with an event reserve "98 slots, 90 while events take the reserve": events take
 // their reserve only when some are waiting.
 function slotsText(c: HerdReport['config']): string {
-  const free = Math.floor((c.payloadBytes - HEADER_BYTES) / RECORD_BYTES);
+  const free = Math.floor((c.payloadBytes - HEADER_BYTES) / c.recordBytes);
   return free === c.slotsPerPacket ? `${free} slots` : `${free} slots, ${c.slotsPerPacket} while events take the reserve`;
 }
 
@@ -45,6 +45,13 @@ export function formatHerdReport(r: HerdReport): string {
     ['bytes sent', `${fmt(m.bytes.total)} B`],
     ['bandwidth, all clients', fmtRate(m.bytes.perSecond)],
     ['bandwidth, per client', fmtRate(m.bytes.perClientPerSecond)],
+    ...(r.state
+      ? ([
+          ['  of which fields', fmtRate(m.bytes.fieldsPerClientPerSecond)],
+          ['  of which kinds', fmtRate(m.bytes.kindsPerClientPerSecond)],
+          ['  of which attributes', fmtRate(m.bytes.attributesPerClientPerSecond)],
+        ] satisfies Row[])
+      : []),
     ['packet size (mean)', `${fmt(m.bytes.perPacket, 1)} B`],
   ];
   if (m.coverage) {

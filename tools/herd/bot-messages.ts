@@ -14,6 +14,11 @@ export interface BotStartMessage {
   readonly port: number;
   /** The server's `WorldConfig.protocolHash` (u32). */
   readonly protocolHash: number;
+  /**
+   * The server's authored configuration (`config.input`), when its packets carry fields or
+   * attributes: the bots build the same WorldConfig to decode them. Absent: the hash is enough.
+   */
+  readonly config?: object;
   /** UdpClients to open, one dgram socket each. */
   readonly clients: number;
   /** Connections attempted at once, at most. */

@@ -1,7 +1,7 @@
 // The bot process of `sightline herd --net udp`: UdpClients on loopback, driven by the parent over
 // the node:child_process IPC channel (messages in bot-messages.ts). It exits when the parent says
 // stop, when the IPC channel closes (the parent ended), or once the start message's lifetime is up.
-import { SightlineError } from 'sightline';
+import { SightlineError, WorldConfig, type WorldConfigInput } from 'sightline';
 import { UdpClient } from 'sightline/net';
 import { isEntryPoint } from '../cli/util.js';
 import {
@@ -113,6 +113,7 @@ export class BotSwarm {
   async connect(): Promise<BotConnectedMessage> {
     const started = performance.now();
     const { host, port, protocolHash, clients, concurrency } = this.#start;
+    const config = this.#start.config === undefined ? undefined : WorldConfig.build(this.#start.config as WorldConfigInput);
     let next = 0;
     let failed = 0;
     const errors: string[] = [];
@@ -130,7 +131,7 @@ export class BotSwarm {
         });
         bot.client = client;
         try {
-          await client.connect(host, port, protocolHash);
+          await client.connect(host, port, config ?? protocolHash);
           if (this.#closed) await client.close();
           else this.#bots.push(bot as Bot);
         } catch (e) {

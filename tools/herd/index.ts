@@ -3,6 +3,8 @@
 // whole `sightline herd` run, in process or over UDP to a process of bot clients.
 export { createHerd, herdDefaults, HERD_SCENARIOS } from './scenarios.js';
 export type { Herd, HerdOptions, HerdScenario, HerdCounts } from './scenarios.js';
+export { HERD_STATE_CONFIG, HERD_KIND_PLAYER, HERD_KIND_OTHER, HERD_ANIM, createHerdState } from './state.js';
+export type { HerdState } from './state.js';
 export { TickMetrics, TARGETS, summarize } from './metrics.js';
 export type { MetricsReport, MetricsOptions, Distribution, TargetCheck } from './metrics.js';
 export { runHerd, HERD_NETS, HERD_DEFAULT_SECONDS } from './run.js';

@@ -89,6 +89,12 @@ export interface MetricsReport {
     readonly perClientPerSecond: number;
     /** Mean packet size, bytes. */
     readonly perPacket: number;
+    /** Of perClientPerSecond: the update records' fast fields (records × fieldBytes). */
+    readonly fieldsPerClientPerSecond: number;
+    /** Of perClientPerSecond: the kind records (6 bytes each; the sections' 2-byte counts not included). */
+    readonly kindsPerClientPerSecond: number;
+    /** Of perClientPerSecond: the attributes sections, counts included. */
+    readonly attributesPerClientPerSecond: number;
   };
   /**
    * For the sampled viewers: entity-viewer pairs that were within config.viewRadius (horizontal

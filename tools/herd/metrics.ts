@@ -5,7 +5,7 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import {
   DESPAWN_RECORD_BYTES,
   HEADER_BYTES,
-  RECORD_BYTES,
+  KIND_RECORD_BYTES,
   SightlineError,
   TickResult,
   World,
@@ -132,6 +132,8 @@ export class TickMetrics {
   #examined = 0;
   #eligible = 0;
   #bytes = 0;
+  #kinds = 0;
+  #attributeBytes = 0;
   #fullPackets = 0;
   #odometerUs = 0;
   #snapshotUs = 0;
@@ -235,6 +237,8 @@ export class TickMetrics {
     this.#examined += s.examined;
     this.#eligible += s.eligible;
     this.#bytes += s.bytes;
+    this.#kinds += s.kinds;
+    this.#attributeBytes += s.attributeBytes;
     this.#odometerUs += s.odometerMicros;
     this.#snapshotUs += s.snapshotMicros;
     this.#passUs += s.passMicros;
@@ -250,7 +254,7 @@ export class TickMetrics {
       const updates = b[14] | (b[15] << 8);
       const despawns = b[12] | (b[13] << 8);
       hist[Math.min(updates, hist.length - 1)]++;
-      if (updates >= Math.floor((stateBytes - despawns * DESPAWN_RECORD_BYTES) / RECORD_BYTES)) this.#fullPackets++;
+      if (updates >= Math.floor((stateBytes - despawns * DESPAWN_RECORD_BYTES) / this.#world.config.recordBytes)) this.#fullPackets++;
     }
     this.#packets += packets.length;
 
@@ -304,7 +308,7 @@ export class TickMetrics {
       return hist.length - 1;
     };
     // Slots of a packet with no events waiting: the reserve is only taken by events in use.
-    const slots = Math.floor((config.payloadBytes - HEADER_BYTES) / RECORD_BYTES);
+    const slots = Math.floor((config.payloadBytes - HEADER_BYTES) / config.recordBytes);
     const recordsMean = div(this.#records, this.#packets);
     const viewersPerTick = div(this.#served, ticks);
     const bytesPerSecond = div(this.#bytes, seconds);
@@ -361,6 +365,9 @@ export class TickMetrics {
         perSecond: bytesPerSecond,
         perClientPerSecond: div(bytesPerSecond, viewersPerTick),
         perPacket: div(this.#bytes, this.#packets),
+        fieldsPerClientPerSecond: div(div(this.#records * config.fieldBytes, seconds), viewersPerTick),
+        kindsPerClientPerSecond: div(div(this.#kinds * KIND_RECORD_BYTES, seconds), viewersPerTick),
+        attributesPerClientPerSecond: div(div(this.#attributeBytes, seconds), viewersPerTick),
       },
       coverage,
       eventLoopDelayMs,

@@ -281,6 +281,7 @@ export class NetHerd {
         host: address,
         port,
         protocolHash: this.#world.config.protocolHash >>> 0,
+        ...(this.#world.config.recordBytes !== 12 || this.#world.config.attributeBytes > 0 ? { config: this.#world.config.input } : {}),
         clients,
         concurrency: CONNECT_CONCURRENCY,
         lifetimeMs: this.#options.seconds * 1000 + waves * CLIENT_CONNECT_TIMEOUT_MS + BOT_LIFETIME_MARGIN_MS,

@@ -5,6 +5,7 @@ import { GcMonitor, type GcReport } from './gc.js';
 import { TickMetrics, type MetricsReport } from './metrics.js';
 import { NET_DEFAULT_CLIENTS, NET_EVENT_RESERVE_BYTES, NetHerd, type NetworkReport } from './net-herd.js';
 import { createHerd, herdDefaults, type HerdScenario } from './scenarios.js';
+import { HERD_STATE_CONFIG, createHerdState } from './state.js';
 import { WEB_MAX_PAGES, WebHerd, type WebReport } from './web-herd.js';
 
 /** Transports `sightline herd --net` offers: `none` keeps every viewer in-process. */
@@ -23,6 +24,12 @@ export interface HerdCommandOptions {
   net?: HerdNet;
   /** Bot clients with `net: 'udp'` (default {@link NET_DEFAULT_CLIENTS}). */
   clients?: number;
+  /**
+   * State beyond positions (tools/herd/state.ts): a heading, an animation state and health as fast
+   * fields, a kind, and a name with a level as attributes, a tenth of the levels rising a second.
+   * Default false.
+   */
+  state?: boolean;
   /** Serve the live page (`--web`): pages join as WebSocket clients watching from herd entities. */
   web?: boolean;
   /** Address and port the live page is served on (default 127.0.0.1:8080; port 0 picks a free one). */
@@ -53,6 +60,8 @@ export interface HerdReport {
   threads: number;
   seed: number;
   net: HerdNet;
+  /** Whether the herd sent fields, kinds and attributes (`--state`). */
+  state: boolean;
   /** Requested run time, s. */
   seconds: number;
   overrun: OverrunPolicy;
@@ -70,6 +79,8 @@ export interface HerdReport {
     eventReserveBytes: number;
     /** Update slots with the whole event reserve in use (config.slotsPerPacket); without events, metrics.recordsPerPacket.slots. */
     slotsPerPacket: number;
+    /** Update record size, bytes (15 with `--state`'s fields, else 12). */
+    recordBytes: number;
     walkCap: number;
     ghostCap: number;
   };
@@ -169,10 +180,14 @@ async function herdRun(
   onWebReady?: (url: string) => void,
 ): Promise<HerdReport> {
   const networked = options.net === 'udp';
-  const config = networked ? WorldConfig.build({ eventReserveBytes: NET_EVENT_RESERVE_BYTES }) : WorldConfig.build();
+  const config = WorldConfig.build({
+    ...(networked ? { eventReserveBytes: NET_EVENT_RESERVE_BYTES } : {}),
+    ...(options.state ? HERD_STATE_CONFIG : {}),
+  });
   const congestion = networked && options.congestion === true;
   const world = new World(config, { capacity: counts.entities, threads: options.threads, congestion });
   const herd = createHerd(world, { scenario: options.scenario, entities: counts.entities, viewers, seed: options.seed });
+  const state = options.state ? createHerdState(world, herd, options.seed) : undefined;
   const setupMs = performance.now() - started;
   const net = networked
     ? await NetHerd.start(world, { ids: herd.ids, slots: herd.slots, avatars: herd.ids.subarray(viewers), clients, seconds: options.seconds })
@@ -200,7 +215,10 @@ async function herdRun(
     gc.start();
     const epoch = performance.now();
     const loop = run(world, {
-      step: () => herd.step(),
+      step: () => {
+        herd.step();
+        state?.step();
+      },
       onTick: (result, report) => {
         net?.onTick(result, report.tick);
         web?.onTick(result);
@@ -237,6 +255,7 @@ async function herdRun(
     threads: world.threads,
     seed: options.seed,
     net: options.net ?? 'none',
+    state: options.state ?? false,
     seconds: options.seconds,
     overrun: options.overrun,
     ticksDue,
@@ -249,6 +268,7 @@ async function herdRun(
       payloadBytes: config.payloadBytes,
       eventReserveBytes: config.eventReserveBytes,
       slotsPerPacket: config.slotsPerPacket,
+      recordBytes: config.recordBytes,
       walkCap: config.walkCap,
       ghostCap: config.ghostCap,
     },

@@ -95,8 +95,10 @@ export class WebHerd {
     const pages = pageRoot();
     const lib = libraryRoot();
     const c = world.config;
-    // What the page needs before it connects: the protocol hash its HELLO must carry.
-    const herdJson = JSON.stringify({ protocolHash: c.protocolHash, payloadBytes: c.payloadBytes, tickHz: c.tickHz, viewRadius: c.viewRadius, regionSize: c.regionSize });
+    // What the page needs before it connects: the protocol hash its HELLO must carry, and the
+    // packet layout when the packets carry fields or attributes (the WELCOME gives positions only).
+    const layout = { regionRaw: c.regionRaw, regionShift: c.regionShift, verticalRaw: c.verticalRaw, zBits: c.zBits, quantShift: c.quantShift, fields: c.fields, attributeBytes: c.attributeBytes, protocolHash: c.protocolHash };
+    const herdJson = JSON.stringify({ protocolHash: c.protocolHash, layout, payloadBytes: c.payloadBytes, tickHz: c.tickHz, viewRadius: c.viewRadius, regionSize: c.regionSize });
     const http = createServer((req: IncomingMessage, res: ServerResponse) => {
       const path = decodeURIComponent((req.url ?? '/').split('?')[0]);
       if (req.method !== 'GET') res.writeHead(405).end();

@@ -107,7 +107,7 @@ async function start() {
     },
   });
   const base = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}`;
-  const avatar = await client.connect(`${base}/sightline`, herd.protocolHash);
+  const avatar = await client.connect(`${base}/sightline`, herd.layout ?? herd.protocolHash);
   view.avatar = avatar;
   view.status = 'connected';
   const truth = new WebSocket(`${base}/truth?viewer=${avatar}`);
