@@ -70,7 +70,20 @@ const SPAWN_OPTIONS = ['kind', 'attributes'] as const;
  *
  * Errors are {@link SightlineError}s with a `code`; a rejected call changes nothing.
  */
+/** @internal The engine under a world, for the package's native UDP data path (lib/net/native-path.ts). */
+export let engineOf: (world: World) => NativeWorld;
+/**
+ * @internal What a world's congestion control must hear of each acknowledgement that the native UDP
+ * data path applies to the engine itself (lib/net/udp-native.ts); undefined when it is off.
+ */
+export let congestionObserverOf: (world: World) => ((viewer: EntityId, ack: number, ackBits: number) => void) | undefined;
+
 export class World {
+  static {
+    engineOf = (world) => world.#native;
+    congestionObserverOf = (world) =>
+      world.#overload.congestion === null ? undefined : (viewer, ack, ackBits) => world.#overload.acknowledged(viewer, ack, ackBits);
+  }
   readonly config: WorldConfig;
   /** Raw Int32 positions by slot; see {@link Positions}. */
   readonly positions: Positions;
