@@ -74,6 +74,15 @@ export interface NativeTickStats {
    * or the viewer's, changed so that they no longer meet. Their despawns go ahead of the others.
    */
   hiddenDepartures: number;
+  /** Self records sent (viewers added with `{ self: true }`). */
+  selfRecords: number;
+  /**
+   * Viewers served on a teleport ({@link World.teleportViewer}, or a move further than their
+   * `teleportDistance`), and the ghosts that departed at once because they were outside the view
+   * radius of the new place.
+   */
+  teleports: number;
+  teleportDepartures: number;
   subscriptionChanges: number;
   /** Event records sent (resends included) and the bytes of the events sections. */
   events: number;
@@ -99,7 +108,7 @@ export interface NativeTickStats {
 export const TICK_META_FIELDS = [
   'tick', 'count', 'views', 'served', 'skippedNotDue', 'skippedAvatarGone', 'skippedOutsideRegion', 'candidates',
   'examined', 'eligible', 'records', 'newGhosts', 'despawns', 'bytes', 'ghostTableFull', 'pressureEvictions',
-  'hiddenDepartures', 'subscriptionChanges', 'events', 'eventBytes', 'kinds', 'attributes', 'attributeBytes', 'entities', 'outsideRegion',
+  'hiddenDepartures', 'selfRecords', 'teleports', 'teleportDepartures', 'subscriptionChanges', 'events', 'eventBytes', 'kinds', 'attributes', 'attributeBytes', 'entities', 'outsideRegion',
   'denseCells', 'odometerMicros',
   'snapshotMicros', 'passMicros',
 ] as const;
@@ -127,8 +136,18 @@ export interface NativeWorld {
   /** The fast fields' Int32Arrays by name (an empty object without fields). */
   fields(): Record<string, Int32Array>;
   odometer(id: number): number;
-  /** viewRadius raw, 0: the config's; groups u32. */
-  addViewer(id: number, payloadBytes: number, sendPeriod: number, acks: boolean, viewRadius: number, groups: number): void;
+  /** viewRadius raw, 0: the config's; groups u32; teleportDistance raw, 0: off. */
+  addViewer(
+    id: number,
+    payloadBytes: number,
+    sendPeriod: number,
+    acks: boolean,
+    viewRadius: number,
+    groups: number,
+    self?: boolean,
+    teleportDistance?: number,
+  ): void;
+  teleportViewer(id: number): void;
   /** The settings named by `what` (lib/interest.ts CHANGE bits); viewRadius raw; groups u32. */
   changeViewer(
     id: number,
@@ -392,6 +411,9 @@ export function readTickMeta(m: Float64Array, views: { buffer: ArrayBuffer; inde
       ghostTableFull: m[AT.ghostTableFull],
       pressureEvictions: m[AT.pressureEvictions],
       hiddenDepartures: m[AT.hiddenDepartures],
+      selfRecords: m[AT.selfRecords],
+      teleports: m[AT.teleports],
+      teleportDepartures: m[AT.teleportDepartures],
       subscriptionChanges: m[AT.subscriptionChanges],
       events: m[AT.events],
       eventBytes: m[AT.eventBytes],

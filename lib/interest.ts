@@ -31,6 +31,22 @@ export function viewRadiusRaw(config: WorldConfig, meters: unknown): number {
   return raw;
 }
 
+/**
+ * A teleport distance in meters → raw units: more than 0 and at most the config's regionSize
+ * (after rounding to raw units, at least 1).
+ * @throws ERR_SIGHTLINE_INVALID_VIEWER_OPTION.
+ */
+export function teleportDistanceRaw(config: WorldConfig, meters: unknown): number {
+  const raw = typeof meters === 'number' && Number.isFinite(meters) ? toRaw(meters) : NaN;
+  if (!(raw >= 1 && raw <= config.regionRaw)) {
+    throw new SightlineError(
+      'ERR_SIGHTLINE_INVALID_VIEWER_OPTION',
+      `teleportDistance must be a number of meters from 1/1024 to the config's regionSize (${config.input.regionSize}), received ${describe(meters)}`,
+    );
+  }
+  return raw;
+}
+
 /** A viewer option that must be a number (the engine checks its range). @throws ERR_SIGHTLINE_INVALID_VIEWER_OPTION. */
 export function viewerNumber(name: string, value: unknown): number {
   if (typeof value !== 'number') {

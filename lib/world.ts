@@ -10,7 +10,7 @@ import { EventRouter, type EventRecipients } from './events.js';
 import { toMeters } from './fixed.js';
 import { run as runClock, type LoopHandle, type LoopOptions } from './loop.js';
 import { TickResult } from './tick-result.js';
-import { ALL_GROUPS, CHANGE, boostSet, groupsMask, priorityWeight, viewRadiusRaw, viewerNumber } from './interest.js';
+import { ALL_GROUPS, CHANGE, boostSet, groupsMask, priorityWeight, teleportDistanceRaw, viewRadiusRaw, viewerNumber } from './interest.js';
 import type { CongestionStats } from './congestion.js';
 import type { ViewerShedding } from './shedding.js';
 import { WorldOverload } from './world-overload.js';
@@ -23,6 +23,7 @@ import type {
   PositionInput,
   Positions,
   SpawnOptions,
+  SpectatorOptions,
   Vec3,
   WorldOptions,
   ViewerOptions,
@@ -53,7 +54,8 @@ export const profileGuided: boolean = native.profileGuided;
 const NO_IDS: Uint32Array = new Uint32Array(0);
 
 const WORLD_OPTIONS = ['capacity', 'threads', 'externalBuffers', 'recordGhostPositions', 'congestion'] as const;
-const VIEWER_OPTIONS = ['payloadBytes', 'sendPeriod', 'acks', 'viewRadius', 'groups'] as const;
+const VIEWER_OPTIONS = ['payloadBytes', 'sendPeriod', 'acks', 'viewRadius', 'groups', 'self', 'teleportDistance'] as const;
+const SPECTATOR_OPTIONS = [...VIEWER_OPTIONS, 'at'] as const;
 const GATHER_OPTIONS = ['walkCap', 'exclude', 'radius', 'groups'] as const;
 const SPAWN_OPTIONS = ['kind', 'attributes'] as const;
 
@@ -102,6 +104,8 @@ export class World {
   #ticking = false;
   readonly #events: EventRouter;
   readonly #overload: WorldOverload;
+  /** The spectators' camera entities (addViewer({ at })): removeViewer despawns them. */
+  readonly #cameras = new Set<EntityId>();
 
   /**
    * `options` may be omitted, `undefined` or `null`: every option takes its default.
@@ -368,9 +372,52 @@ export class World {
    *   viewers' payloadBytes together would pass 4 GiB − 64 KiB, the most one output buffer holds),
    *   ERR_SIGHTLINE_OUT_OF_MEMORY (the viewer's tables could not be allocated; during a tick they
    *   are allocated by this call, so applying the add when the tick ends cannot fail).
+   *
+   * A spectator, `addViewer({ at: { x, y, z }, ...options })`, is a viewer without an avatar: the
+   * world spawns a camera entity at `at` (m) in no visibility group (no viewer ever sees it),
+   * makes it a viewer and returns its id, which names the viewer from then on (packets, settings,
+   * removeViewer, which also despawns the camera). The game moves it like any entity. Its groups
+   * cannot be set. Refused: a position and an avatar together (ERR_SIGHTLINE_INVALID_VIEWER_OPTION),
+   * `self: true` (ERR_SIGHTLINE_INVALID_VIEWER_OPTION), a bad position (ERR_SIGHTLINE_INVALID_POSITION);
+   * a refused spectator spawns nothing.
    */
-  addViewer(avatar: EntityId, options?: ViewerOptions | null): void {
+  addViewer(avatar: EntityId, options?: ViewerOptions | null): void;
+  addViewer(spectator: SpectatorOptions): EntityId;
+  addViewer(avatar: EntityId | SpectatorOptions, options?: ViewerOptions | null): EntityId | void {
     this.#requireOpen();
+    if (typeof avatar === 'object' && avatar !== null) return this.#addSpectator(avatar, options);
+    if (typeof options === 'object' && options !== null && Object.prototype.hasOwnProperty.call(options, 'at')) {
+      throw new SightlineError(
+        'ERR_SIGHTLINE_INVALID_VIEWER_OPTION',
+        `a spectator is given a position (addViewer({ at })) and no avatar, received entity ${describe(avatar)} and a position`,
+      );
+    }
+    this.#addViewer(avatar, options);
+  }
+
+  #addSpectator(spectator: object, extra: unknown): EntityId {
+    if (extra !== undefined) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `a spectator's options go in its one object, addViewer({ at, ...options }), received a second argument ${describe(extra)}`);
+    }
+    const { at, ...options } = readOptions('addViewer', spectator, SPECTATOR_OPTIONS);
+    if (at === undefined) throw new SightlineError('ERR_SIGHTLINE_INVALID_VIEWER_OPTION', `a spectator needs a position, addViewer({ at: { x, y, z } }), received none`);
+    if (options.self !== undefined && options.self !== false) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_VIEWER_OPTION', `a spectator has no avatar to send: self must be false or left out, received ${describe(options.self)}`);
+    }
+    checkVec3(at);
+    const camera = this.spawn(at as PositionInput);
+    try {
+      this.#native.setGroups(camera, 0);
+      this.#addViewer(camera, options);
+    } catch (e) {
+      this.#native.despawn(camera);
+      throw e;
+    }
+    this.#cameras.add(camera);
+    return camera;
+  }
+
+  #addViewer(avatar: EntityId, options: unknown): void {
     const o = readOptions('addViewer', options, VIEWER_OPTIONS);
     const payloadBytes = o.payloadBytes === undefined ? this.config.payloadBytes : o.payloadBytes;
     const sendPeriod = o.sendPeriod === undefined ? 1 : o.sendPeriod;
@@ -383,8 +430,10 @@ export class World {
     const acks = readBoolean('acks', o.acks, false);
     const radius = o.viewRadius === undefined ? 0 : viewRadiusRaw(this.config, o.viewRadius);
     const groups = o.groups === undefined ? ALL_GROUPS : groupsMask('groups', o.groups);
+    const self = readBoolean('self', o.self, false);
+    const teleport = o.teleportDistance === undefined ? 0 : teleportDistanceRaw(this.config, o.teleportDistance);
     try {
-      this.#native.addViewer(avatar, payloadBytes, sendPeriod, acks, radius, groups);
+      this.#native.addViewer(avatar, payloadBytes, sendPeriod, acks, radius, groups, self, teleport);
     } catch (e) {
       rethrow(e);
     }
@@ -431,6 +480,26 @@ export class World {
   setViewRadius(viewer: EntityId, meters: number): void {
     this.#change(viewer, CHANGE.viewRadius, 0, 0, viewRadiusRaw(this.config, meters));
     this.#overload.shedding.rebase(viewer, { viewRadius: meters });
+  }
+
+  /**
+   * Makes the viewer's next pass a teleport, as a move of its avatar further than its
+   * `teleportDistance` does: every ghost outside its view radius at the place it is then departs
+   * in that packet, ahead of its other despawns (at most the despawn budget, half a packet's state
+   * bytes, a packet; the rest in the packets after, still ahead of later ones), instead of after
+   * the grace window. The new surroundings then arrive by score: all new, so with the default
+   * band weights (falling with distance) nearest first. Sequences and settings carry on. Call it
+   * when the game moves the avatar (or a spectator's camera); during a tick it applies to the
+   * first pass after.
+   * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_INVALID_ENTITY.
+   */
+  teleportViewer(viewer: EntityId): void {
+    this.#requireOpen();
+    try {
+      this.#native.teleportViewer(viewer);
+    } catch (e) {
+      rethrow(e);
+    }
   }
 
   /**
@@ -588,6 +657,9 @@ export class World {
   setGroups(entity: EntityId, groups: number): void {
     this.#requireOpen();
     const g = groupsMask('groups', groups);
+    if (this.#cameras.has(entity) && this.#native.isLive(entity)) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `entity ${entity} is a spectator's camera: it is in no group, so that no viewer sees it`);
+    }
     try {
       this.#native.setGroups(entity, g);
     } catch (e) {
@@ -640,6 +712,7 @@ export class World {
   removeViewer(avatar: EntityId): void {
     try {
       this.#native.removeViewer(avatar);
+      if (this.#cameras.delete(avatar) && this.#native.isLive(avatar)) this.#native.despawn(avatar);
     } catch (e) {
       rethrow(e);
     }

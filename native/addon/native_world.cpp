@@ -33,6 +33,7 @@ Napi::Function NativeWorld::Init(Napi::Env env) {
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::ChangeViewer>>("changeViewer"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::ViewerSettingsOf>>("viewerSettings"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::HasViewer>>("hasViewer"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::TeleportViewer>>("teleportViewer"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::Acknowledge>>("acknowledge"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::AckStats>>("ackStats"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::Emit>>("emit"),

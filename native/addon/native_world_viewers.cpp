@@ -22,7 +22,7 @@ uint32_t viewerOption(Napi::Env env, double v, const char* name, double lo, doub
 }
 }  // namespace
 
-// addViewer(id, payloadBytes, sendPeriod, acks, viewRadiusRaw)
+// addViewer(id, payloadBytes, sendPeriod, acks, viewRadiusRaw, groups, self, teleportRaw)
 Napi::Value NativeWorld::AddViewer(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   uint32_t id = idArg(info, 0);
@@ -35,7 +35,10 @@ Napi::Value NativeWorld::AddViewer(const Napi::CallbackInfo& info) {
   double radius = info.Length() > 4 && info[4].IsNumber() ? info[4].As<Napi::Number>().DoubleValue() : 0;
   if (radius != 0) viewerOption(env, radius, "viewRadius (raw)", 1, double(c.viewRadiusRaw), " raw units");
   const uint32_t groups = info.Length() > 5 ? groupsArg(info, 5, "groups") : ~0u;
-  ViewerOptions opts{uint32_t(payload), uint32_t(period), acks, int64_t(radius), groups};
+  const bool self = info.Length() > 6 && info[6].IsBoolean() && info[6].As<Napi::Boolean>().Value();
+  const double teleport = info.Length() > 7 && info[7].IsNumber() ? info[7].As<Napi::Number>().DoubleValue() : 0;
+  if (teleport != 0) viewerOption(env, teleport, "teleportDistance (raw)", 1, double(c.regionRaw), " raw units");
+  ViewerOptions opts{uint32_t(payload), uint32_t(period), acks, int64_t(radius), groups, self, int64_t(teleport)};
   if (!running_) {
     guarded(env, [&] { world_->addViewer(id, opts); return 0; });
     reportMemory(env);
@@ -160,6 +163,18 @@ Napi::Value NativeWorld::ViewerSettingsOf(const Napi::CallbackInfo& info) {
   for (size_t i = 0; i < v->askedBoost.size(); ++i) boost[i] = v->askedBoost[i];
   o.Set("boost", boost);
   return o;
+}
+
+// teleportViewer(id): its next pass is a teleport (World::teleportViewer); during a pass too, on the
+// viewer as it will be once the queued changes apply.
+Napi::Value NativeWorld::TeleportViewer(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint32_t id = idArg(info, 0);
+  Viewer* v = effectiveViewer(id);
+  if (v == nullptr)
+    throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(id) + " is not a viewer");
+  v->teleportAsked = true;
+  return env.Undefined();
 }
 
 Napi::Value NativeWorld::HasViewer(const Napi::CallbackInfo& info) {

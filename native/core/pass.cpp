@@ -97,34 +97,6 @@ RecordWriter recordWriter(bool chosen, bool fields, bool marks) {
 
 }  // namespace
 
-void World::departHidden(Viewer& v, Scratch& s, const GhostLookup::Loaded& lookup) const {
-  GhostTable& gt = v.ghosts;
-  const uint32_t* slotGroups = snapshot_.slotGroups.data();
-  const uint32_t vg = v.groups;
-  uint32_t* ids = s.evicted.data();
-  uint32_t count = 0;
-  // A ghost the viewer may no longer see departs; one queued already (departing by the grace rule,
-  // or revived since) keeps its place in the queue.
-  auto check = [&](uint32_t e) {
-    GhostEntry& ge = gt.at(e);
-    if ((slotGroups[slotOfId(ge.id)] & vg) != 0) return;
-    ge.state = kDeparting;
-    if (!(ge.flags & kQueued)) ge.flags |= kQueued, ids[count++] = ge.id;
-  };
-  if (v.groupsScan) {
-    for (uint32_t e = 0; e < gt.size(); ++e) check(e);
-  } else {
-    for (uint64_t k = v.groupsFrom; k < v.groupsTo; ++k) {
-      const int32_t e = lookup.find(groupsLogIds_[size_t(k % kGroupsLog)]);
-      if (e >= 0) check(uint32_t(e));
-    }
-  }
-  // Ahead of every despawn queued before: in id order from the front.
-  std::sort(ids, ids + count);
-  for (uint32_t k = count; k > 0; --k) gt.enqueueFront(ids[k - 1]);
-  s.stats.hiddenDepartures += count;
-}
-
 // The kinds' and attributes' floor of a packet with `stateBytes` for records and sections:
 // attributeShare of them, and at least two section counts, a kind record and the largest
 // attribute entry (so one first sighting always fits), at most all of them.
@@ -216,6 +188,7 @@ void World::serve(Viewer& v, Scratch& s) {
   depart(s.stale.data(), gt.stale(pass, c.graceTicks, s.stale.data()));
   const GhostLookup::Loaded lookup = s.lookup.load(gt);
   if (v.groupsScan || v.groupsFrom != v.groupsTo) departHidden(v, s, lookup);
+  if (v.teleporting) departFar(v, s);
 
   // Score: drift x weight[band]; drift = odometer now - mark (wrapping), or newDrift when the
   // client does not hold it. Held ghosts are stamped with this pass (and revived if departing).
@@ -453,7 +426,23 @@ void World::serve(Viewer& v, Scratch& s) {
   // first sighting carries its kind and attributes in its own packet, so fresh candidates are
   // admitted only as many as the sections' floor holds, and kind records that did not fit the last
   // packet get room in this one.
-  const uint32_t stateBytes = budget.stateBytes - despawns * kDespawnRecordBytes;
+  // The self record (ViewerOptions::self): the avatar's own, first of the updates, whenever it moved
+  // or its last one was lost, when a record fits after the despawns. Not a ghost: no kind or
+  // attributes ride with it.
+  uint32_t stateBytes = budget.stateBytes - despawns * kDespawnRecordBytes;
+  uint32_t selfRecords = 0;
+  if (v.self && stateBytes >= c.recordBytes) {
+    const int32_t si = snap.indexOf(v.avatarId);
+    if (si >= 0 && (v.selfPending || ents[si].odo != v.selfMark)) {
+      writeUpdate(p, v.avatarId, snap.packed[si]);
+      if (c.fieldBytes) writeFields(p + kRecordBytes, snap.fields[si], c.fieldBytes, false);
+      p += c.recordBytes;
+      v.selfMark = ents[si].odo, v.selfPending = false;
+      selfRecords = 1;
+      stateBytes -= c.recordBytes;
+      ++st.selfRecords;
+    }
+  }
   const uint32_t tableRoom = gt.capacity() - gt.size();
   uint32_t room = tableRoom;
   uint32_t newCount = newPositive;
@@ -573,7 +562,7 @@ void World::serve(Viewer& v, Scratch& s) {
   const uint32_t sectionRoom = stateBytes - take * c.recordBytes;
   const uint16_t* const slotKind = stateOn ? snap.slotKind.data() : nullptr;
   uint8_t* const logFlags = log ? log->updateFlags.data() + size_t{logSlot} * log->maxUpdates : nullptr;
-  if (logFlags) std::memset(logFlags, 0, take);
+  if (logFlags) std::memset(logFlags, 0, take + selfRecords);
   // A first sighting's kind record (unless its kind is 0) and attributes (once it has some); the
   // floor kept the room for them. Were it short, attributes would be queued and a kind announced again.
   auto announce = [&](uint32_t e, uint32_t id, uint32_t at) {
@@ -668,7 +657,12 @@ void World::serve(Viewer& v, Scratch& s) {
       }
     }
   }
-  st.records += take;
+  // The self record is logged after the others (a lost one is sent again: resolvePacket).
+  if (log && selfRecords) {
+    log->updateIds[size_t{logSlot} * log->maxUpdates + take] = v.avatarId;
+    log->updateMarks[size_t{logSlot} * log->maxUpdates + take] = v.selfMark;
+  }
+  st.records += take + selfRecords;
   st.newGhosts += newGhosts;
 
   if (boosting)
@@ -681,12 +675,12 @@ void World::serve(Viewer& v, Scratch& s) {
 
   if (log) {
     AckLog::Packet& lp = log->packets[logSlot];
-    lp.pass = v.passes, lp.sequence = v.sequence, lp.updates = uint16_t(take), lp.despawns = uint16_t(despawns), lp.used = 1;
+    lp.pass = v.passes, lp.sequence = v.sequence, lp.updates = uint16_t(take + selfRecords), lp.despawns = uint16_t(despawns), lp.used = 1;
     lp.probablyLost = 0;  // left over from the packet that used the slot before
     lp.firstEvent = firstEvent, lp.events = uint8_t(eventCount);
     lp.attributes = uint16_t(sections.attributeCount());
   }
-  writeHeader(out, PacketHeader{v.sequence++, tick_, uint16_t(despawns), uint16_t(take), flags});
+  writeHeader(out, PacketHeader{v.sequence++, tick_, uint16_t(despawns), uint16_t(take + selfRecords), flags});
   v.outLength = uint32_t(p - out);
   st.bytes += v.outLength;
 }

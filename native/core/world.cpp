@@ -23,7 +23,8 @@ void TickStats::add(const TickStats& o) {
   eligible += o.eligible, records += o.records, newGhosts += o.newGhosts, despawns += o.despawns;
   bytes += o.bytes, ghostTableFull += o.ghostTableFull, subscriptionChanges += o.subscriptionChanges;
   events += o.events, eventBytes += o.eventBytes, pressureEvictions += o.pressureEvictions;
-  hiddenDepartures += o.hiddenDepartures;
+  hiddenDepartures += o.hiddenDepartures, selfRecords += o.selfRecords, teleports += o.teleports;
+  teleportDepartures += o.teleportDepartures;
   kinds += o.kinds, attributes += o.attributes, attributeBytes += o.attributeBytes;
 }
 
@@ -92,11 +93,17 @@ std::unique_ptr<Viewer> World::makeViewer(uint32_t avatarId, ViewerOptions opts,
   checkSendPeriod(opts.sendPeriod);
   const int64_t radius = opts.viewRadiusRaw == 0 ? config_.viewRadiusRaw : opts.viewRadiusRaw;
   checkViewRadius(radius);
+  if (opts.teleportRaw < 0 || opts.teleportRaw > config_.regionRaw)
+    throw CoreError("ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
+                    "teleportDistance must be from 1 raw unit (1/1024 m) to the region's size (" + std::to_string(config_.regionRaw) +
+                        " raw), or 0 (off), received " + std::to_string(opts.teleportRaw) + " raw");
   if (!outputChecked) checkOutputRoom(outputBytes_ + payload);
   auto v = std::make_unique<Viewer>(avatarId, payload, opts.sendPeriod, 0, config_.ghostTableCapacity, recordGhostPositions_,
                                     opts.acks, config_.eventReserveBytes, &ghostArena_, config_.attributeBytes);
   setViewRadius(*v, radius, config_);
   v->groups = opts.groups;
+  v->self = opts.self;
+  v->teleportRaw = opts.teleportRaw;
   v->asked = ViewerSettings{payload, opts.sendPeriod, radius, opts.groups, 1};
   v->askedLogUpdates = v->ackLog ? v->ackLog->maxUpdates : 0;
   return v;
@@ -298,6 +305,12 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
   const uint32_t* marks = log.updateMarks.data() + size_t{slot} * log.maxUpdates;
   const uint8_t* flags = log.updateFlags.data() + size_t{slot} * log.maxUpdates;
   for (uint32_t i = 0; i < p.updates; ++i) {
+    if (ids[i] == v.avatarId) {
+      // Its self record (never one of its ghosts: the gather leaves its avatar out). Lost, or
+      // probably, and nothing newer sent since: it goes again.
+      if ((outcome == AckLog::Lost || (probably && !p.probablyLost)) && marks[i] == v.selfMark) v.selfPending = true;
+      continue;
+    }
     int32_t e = gt.find(ids[i]);
     if (e < 0) continue;
     GhostEntry& ge = gt.at(uint32_t(e));
@@ -410,6 +423,7 @@ void World::applyAck(Viewer& v, uint16_t ack, uint32_t ackBits) {
     // announced again when eligible, and a despawn goes out otherwise (ignored by a client that
     // never got it).
     log.acknowledging = true;
+    v.selfPending = true;  // its self record, if it has one, goes again: the client may not have had it
     GhostTable& gt = v.ghosts;
     // Their despawns go out again (the newest the ring kept), unless announced again since.
     while (log.unconfirmedDespawns.count > 0) {
@@ -542,6 +556,7 @@ void World::startTick() noexcept {
     v.outLength = 0;
     v.passesBeforePass = v.passes, v.sequenceBeforePass = v.sequence, v.ghostsBeforePass = v.ghosts.size();
     offset += v.payloadBytes;
+    if (v.teleportRaw > 0) noteMove(v);
     if ((tick_ + v.phase) % v.sendPeriod != 0) { v.status = ViewerStatus::NotDue; continue; }
     if (!store_.isLive(v.avatarId)) { v.status = ViewerStatus::AvatarGone; continue; }
     uint32_t slot = slotOfId(v.avatarId);
@@ -552,6 +567,8 @@ void World::startTick() noexcept {
     }
     v.status = ViewerStatus::Due;
     v.vx = x, v.vy = y;
+    v.teleporting = v.teleportAsked, v.teleportAsked = false;
+    if (v.teleporting) v.eligibleHint = 0;  // the threshold distance of the old place says nothing of the new one
     planGroupChecks(v);
     v.lastServedTick = tick_;
   }

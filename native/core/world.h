@@ -36,6 +36,8 @@ struct ViewerOptions {
   bool acks = false;      // the client acknowledges packets (World::acknowledge)
   int64_t viewRadiusRaw = 0;  // 0 = config.viewRadiusRaw; else 1 to config.viewRadiusRaw
   uint32_t groups = ~0u;      // visibility groups
+  bool self = false;          // its packets carry its avatar's own record (Viewer::self)
+  int64_t teleportRaw = 0;    // 0: off; else a move of its avatar further than this in one tick is a teleport
 };
 
 // A viewer's settings that may change while it is served (World::changeViewer).
@@ -216,6 +218,21 @@ struct Viewer {
   uint32_t lastServedTick = 0;
   uint64_t groupsFrom = 0, groupsTo = 0;
   uint32_t passes = 0;  // passes served
+  // Self record (ViewerOptions::self): the avatar's own update record leads the updates of a
+  // packet whenever the avatar moved (its odometer differs from selfMark, the odometer when last
+  // sent) or selfPending (never sent, or the packet that carried it was found lost).
+  bool self = false;
+  bool selfPending = true;
+  uint32_t selfMark = 0;
+  // Teleports: a move of the avatar further than teleportRaw in one tick (0: never), or
+  // World::teleportViewer, makes its next pass a teleport: every ghost outside the view radius of
+  // the new place departs at once, ahead of the other despawns. teleportAsked is the caller's
+  // thread's (set by teleportViewer, or by startTick on seeing the move, kept until the viewer is
+  // served); teleporting is what startTick hands this tick's pass. lastX, lastY: the avatar's
+  // position at the last tick (hasLast: there was one).
+  int64_t teleportRaw = 0;
+  bool teleportAsked = false, teleporting = false, hasLast = false;
+  int32_t lastX = 0, lastY = 0;
   // The squared distance of the ghostCap-th nearest candidate on the last pass that had more (0:
   // none yet): where the next pass looks for its threshold first (see keepSmallestNear).
   uint64_t eligibleHint = 0;
@@ -269,6 +286,9 @@ struct TickStats {
   uint64_t bytes = 0, ghostTableFull = 0, subscriptionChanges = 0, events = 0, eventBytes = 0;
   uint64_t pressureEvictions = 0;  // ghosts evicted before their grace window ran out: the table was full
   uint64_t hiddenDepartures = 0;   // ghosts departed at once: their groups no longer meet the viewer's
+  uint64_t selfRecords = 0;        // self records sent (ViewerOptions::self)
+  uint64_t teleports = 0;          // passes of viewers that teleported
+  uint64_t teleportDepartures = 0;  // ghosts departed at once: outside the radius of the new place
   uint64_t kinds = 0;               // kind records sent
   uint64_t attributes = 0, attributeBytes = 0;  // attribute entries sent, and the attributes sections' bytes
   void add(const TickStats& o);
@@ -306,6 +326,9 @@ class World {
   void adoptViewer(std::unique_ptr<Viewer> v) noexcept;
   // Throws ERR_SIGHTLINE_UNKNOWN_VIEWER.
   void removeViewer(uint32_t avatarId);
+  // Makes the viewer's next pass a teleport (Viewer::teleporting). Safe while a pass runs (the
+  // pass does not read what it writes). Throws ERR_SIGHTLINE_UNKNOWN_VIEWER.
+  void teleportViewer(uint32_t avatarId) { viewerMutable(avatarId).teleportAsked = true; }
   // Changes a viewer's settings (not during a pass): prepareViewerChange then applyViewerChange.
   // Takes effect at the viewer's next pass; its sequence numbers, ghost table and acknowledgement
   // log carry on. Throws like prepareViewerChange, and ERR_SIGHTLINE_UNKNOWN_VIEWER.
@@ -451,6 +474,12 @@ class World {
   // v's) depart now, their despawns ahead of the others. The ghosts checked: every one after a
   // change of v's groups, else those of entities whose groups changed since v's last pass.
   void departHidden(Viewer& v, Scratch& s, const GhostLookup::Loaded& lookup) const;
+  // A teleport (Viewer::teleporting): every ghost of v outside its view radius at the new place (or
+  // gone from the snapshot) departs now, their despawns ahead of the others, in id order.
+  void departFar(Viewer& v, Scratch& s) const;
+  // Whether v's avatar moved further than v.teleportRaw since the last tick (startTick, every
+  // viewer with teleportRaw set, due or not): notes a teleport for its next pass.
+  void noteMove(Viewer& v) noexcept;
   uint32_t sectionFloor(uint32_t stateBytes) const;
   // Throws ERR_SIGHTLINE_INVALID_ACK unless `ack` is one of the `passes` sequences up to sequence - 1.
   static void checkAck(const Viewer& v, uint16_t ack, uint16_t sequence, uint32_t passes);

@@ -138,7 +138,9 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
   std::vector<uint32_t> viewers;
   for (int i = 0; i < 60; ++i) {
     bool acks = i % 2 == 0;
-    w.addViewer(live[i], ViewerOptions{uint32_t(c.minPayloadBytes + c.recordBytes * (rng() % 40) + 4 * (rng() % 8)), uint32_t(1 + rng() % 3), acks});
+    // A third with self records, a quarter catching jumps of more than 30 m as teleports.
+    w.addViewer(live[i], ViewerOptions{uint32_t(c.minPayloadBytes + c.recordBytes * (rng() % 40) + 4 * (rng() % 8)), uint32_t(1 + rng() % 3), acks,
+                                       0, ~0u, i % 3 == 0, i % 4 == 0 ? int64_t{30 * 1024} : 0});
     viewers.push_back(live[i]);
   }
   // Acknowledgements travel back with loss and delay.
@@ -227,6 +229,7 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
               "emit threw %s", e.code().c_str());
       }
     }
+    if (t % 7 == 0 && !viewers.empty()) w.teleportViewer(viewers[t % viewers.size()]);
     w.prepareTick(pool.size());
     countFinerCells(w.snapshot());
     w.runPass(pool);
@@ -310,7 +313,9 @@ void warmTicksDoNotAllocate(unsigned threads, bool state) {
                                      state ? uint16_t(1 + i % 3) : 0);
     if (state) w.entities().setAttributes(id, name, 32);
   }
-  for (uint32_t s = 0; s < 600; ++s) w.addViewer(w.entities().idOfSlot(s), ViewerOptions{0, 1 + s % 2, s % 3 == 0});
+  // Self records on half of them, teleports caught on a fifth (and asked for below).
+  for (uint32_t s = 0; s < 600; ++s)
+    w.addViewer(w.entities().idOfSlot(s), ViewerOptions{0, 1 + s % 2, s % 3 == 0, 0, ~0u, s % 2 == 0, s % 5 == 0 ? int64_t{10 * 1024} : 0});
   // Every control in use: viewers with their own radius, groups and a boost set; entities with
   // groups and priorities that keep changing (the groups log and checks run every tick).
   for (uint32_t s = 0; s < 600; s += 2) {
@@ -328,6 +333,11 @@ void warmTicksDoNotAllocate(unsigned threads, bool state) {
     int32_t* xs = w.entities().x();
     for (uint32_t s = 0; s < 4000; ++s) xs[s] += int32_t(rng() % 201) - 100;
     for (uint32_t k = 0; k < 40; ++k) w.entities().setGroups(w.entities().idOfSlot(rng() % 4000), rng() % 16);
+    for (uint32_t k = 0; k < 5; ++k) {  // jumps of avatars: teleports
+      const uint32_t s = rng() % 600;
+      xs[s] = int32_t(2048 * 1024 + rng() % (128 * 1024));
+      w.teleportViewer(w.entities().idOfSlot(s));
+    }
     int32_t* fields = w.entities().fieldValues();
     for (uint32_t f = 0; f < w.entities().fieldCount(); ++f)
       for (uint32_t s = f; s < 4000; s += 7) fields[size_t(f) * w.entities().capacity() + s] = int32_t(rng() % 300);
