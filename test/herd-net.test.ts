@@ -33,7 +33,9 @@ function childrenOf(pid: number): number[] {
     .filter((n) => Number.isInteger(n) && n > 0);
 }
 
-async function until<T>(what: string, probe: () => T | undefined, ms = 10_000): Promise<T> {
+// Waits for a condition (60 s by default: a herd's set-up under the instrumented addon, or on a
+// loaded machine, takes well over 10 s before its bot process appears).
+async function until<T>(what: string, probe: () => T | undefined, ms = 60_000): Promise<T> {
   const end = performance.now() + ms;
   for (;;) {
     const v = probe();

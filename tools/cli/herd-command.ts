@@ -29,7 +29,7 @@ export function registerHerdCommand(program: Command): Command {
         'entities made in-process viewers (default: the scenario\'s: town-square all, crowd-50k 8192, uniform/trips 4096, speed-mix 1024; with --net udp, 0)',
       ).argParser(integerOption(0, 1 << 20)),
     )
-    .addOption(new Option('--threads <n>', 'pass threads, 0 = every core').argParser(integerOption(0, 256)).default(0))
+    .addOption(new Option('--threads <n>', 'pass threads, 0 = one per CPU the process may use').argParser(integerOption(0, 256)).default(0))
     .addOption(new Option('--seconds <s>', 'run time in seconds').argParser(positiveNumberOption(86_400)).default(HERD_DEFAULT_SECONDS))
     .addOption(new Option('--seed <n>', 'PRNG seed').argParser(integerOption(0, 0xffffffff)).default(1))
     .addOption(new Option('--overrun <policy>', 'when a tick starts late').choices(OVERRUN_POLICIES).default('stretch' satisfies OverrunPolicy))

@@ -93,7 +93,7 @@ export function formatHerdReport(r: HerdReport): string {
     `${r.threads} thread${r.threads === 1 ? '' : 's'}, seed ${r.seed}, ${r.seconds} s at ${r.config.tickHz} Hz, overrun ${r.overrun}` +
     `\nregion ${r.config.regionSize} m, view radius ${r.config.viewRadius} m, cell ${r.config.cellSize} m, ` +
     `${r.config.payloadBytes}-byte packets (${slotsText(r.config)}), walk cap ${r.config.walkCap}, ghost cap ${r.config.ghostCap}; set-up ${fmt(r.setupMs)} ms`;
-  const verdict = m.targets.allMet ? 'targets met' : 'targets MISSED';
+  const verdict = m.ticks === 0 ? 'targets not measured: no tick ran' : m.targets.allMet ? 'targets met' : 'targets MISSED';
   return `${head}\n\n${renderTable(rows)}\n\n  ${verdict} (p50 ≤ ${TARGETS.passP50Ms} ms, p99 ≤ ${TARGETS.passP99Ms} ms, no late ticks)\n`;
 }
 
