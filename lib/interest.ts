@@ -37,7 +37,7 @@ export function viewRadiusRaw(config: WorldConfig, meters: unknown): number {
  * @throws ERR_SIGHTLINE_INVALID_VIEWER_OPTION.
  */
 export function teleportDistanceRaw(config: WorldConfig, meters: unknown): number {
-  const raw = typeof meters === 'number' && Number.isFinite(meters) ? toRaw(meters) : NaN;
+  const raw = typeof meters === 'number' && Number.isFinite(meters) ? metersToRaw(meters) : NaN;
   if (!(raw >= 1 && raw <= config.regionRaw)) {
     throw new SightlineError(
       'ERR_SIGHTLINE_INVALID_VIEWER_OPTION',
