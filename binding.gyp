@@ -17,6 +17,7 @@
         "native/core/select.cpp",
         "native/core/ghost.cpp",
         "native/core/pass.cpp",
+        "native/core/departures.cpp",
         "native/core/thread_pool.cpp",
         "native/core/world.cpp",
         "native/core/ack_batch.cpp",

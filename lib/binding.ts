@@ -69,6 +69,20 @@ export interface NativeTickStats {
    * eligible first. Their despawns make the room.
    */
   pressureEvictions: number;
+  /**
+   * Ghosts that departed at once because the viewer may no longer see them: their entity's groups,
+   * or the viewer's, changed so that they no longer meet. Their despawns go ahead of the others.
+   */
+  hiddenDepartures: number;
+  /** Self records sent (viewers added with `{ self: true }`). */
+  selfRecords: number;
+  /**
+   * Viewers served on a teleport ({@link World.teleportViewer}, or a move further than their
+   * `teleportDistance`), and the ghosts that departed at once because they were outside the view
+   * radius of the new place.
+   */
+  teleports: number;
+  teleportDepartures: number;
   subscriptionChanges: number;
   /** Event records sent (resends included) and the bytes of the events sections. */
   events: number;
@@ -94,7 +108,8 @@ export interface NativeTickStats {
 export const TICK_META_FIELDS = [
   'tick', 'count', 'views', 'served', 'skippedNotDue', 'skippedAvatarGone', 'skippedOutsideRegion', 'candidates',
   'examined', 'eligible', 'records', 'newGhosts', 'despawns', 'bytes', 'ghostTableFull', 'pressureEvictions',
-  'subscriptionChanges', 'events', 'eventBytes', 'kinds', 'attributes', 'attributeBytes', 'entities', 'outsideRegion', 'denseCells', 'odometerMicros',
+  'hiddenDepartures', 'selfRecords', 'teleports', 'teleportDepartures', 'subscriptionChanges', 'events', 'eventBytes', 'kinds', 'attributes', 'attributeBytes', 'entities', 'outsideRegion',
+  'denseCells', 'odometerMicros',
   'snapshotMicros', 'passMicros',
 ] as const;
 
@@ -121,12 +136,43 @@ export interface NativeWorld {
   /** The fast fields' Int32Arrays by name (an empty object without fields). */
   fields(): Record<string, Int32Array>;
   odometer(id: number): number;
-  /** viewRadius raw, 0: the config's. */
-  addViewer(id: number, payloadBytes: number, sendPeriod: number, acks: boolean, viewRadius: number): void;
-  /** The settings named by `what` (lib/interest.ts CHANGE bits); viewRadius raw. */
-  changeViewer(id: number, what: number, sendPeriod: number, payloadBytes: number, viewRadius: number): void;
+  /** viewRadius raw, 0: the config's; groups u32; teleportDistance raw, 0: off. */
+  addViewer(
+    id: number,
+    payloadBytes: number,
+    sendPeriod: number,
+    acks: boolean,
+    viewRadius: number,
+    groups: number,
+    self?: boolean,
+    teleportDistance?: number,
+  ): void;
+  teleportViewer(id: number): void;
+  /** The settings named by `what` (lib/interest.ts CHANGE bits); viewRadius raw; groups u32. */
+  changeViewer(
+    id: number,
+    what: number,
+    sendPeriod: number,
+    payloadBytes: number,
+    viewRadius: number,
+    groups: number,
+    boostFactor: number,
+    boost: Uint32Array,
+  ): void;
   /** viewRadius raw. */
-  viewerSettings(id: number): { payloadBytes: number; sendPeriod: number; viewRadius: number; acks: boolean };
+  viewerSettings(id: number): {
+    payloadBytes: number;
+    sendPeriod: number;
+    viewRadius: number;
+    acks: boolean;
+    groups: number;
+    boostFactor: number;
+    boost: Uint32Array;
+  };
+  setGroups(id: number, groups: number): void;
+  setPriority(id: number, weight: number): void;
+  /** [groups, weight] */
+  entityInterest(id: number): [number, number];
   /**
    * Applies an acknowledgement now (false), or during a pass only checks it (true): the caller
    * applies it once the pass has ended.
@@ -150,8 +196,8 @@ export interface NativeWorld {
   attachTransport?(udp: NativeUdp | null): void;
   rebuildSnapshot(): void;
   snapshotInfo(): { count: number; outsideRegion: number; denseCells: number; maxCellOccupancy: number };
-  /** radius raw, 0: the config's view radius. */
-  gather(x: number, y: number, walkCap: number, exclude: number, radius: number): { ids: Uint32Array; d2: Float64Array; examined: number };
+  /** radius raw, 0: the config's view radius; groups u32. */
+  gather(x: number, y: number, walkCap: number, exclude: number, radius: number, groups: number): { ids: Uint32Array; d2: Float64Array; examined: number };
   ghosts(id: number): {
     ids: Uint32Array;
     x: Int32Array | null;
@@ -364,6 +410,10 @@ export function readTickMeta(m: Float64Array, views: { buffer: ArrayBuffer; inde
       bytes: m[AT.bytes],
       ghostTableFull: m[AT.ghostTableFull],
       pressureEvictions: m[AT.pressureEvictions],
+      hiddenDepartures: m[AT.hiddenDepartures],
+      selfRecords: m[AT.selfRecords],
+      teleports: m[AT.teleports],
+      teleportDepartures: m[AT.teleportDepartures],
       subscriptionChanges: m[AT.subscriptionChanges],
       events: m[AT.events],
       eventBytes: m[AT.eventBytes],

@@ -90,6 +90,39 @@ export interface ViewerOptions {
    * config.viewRadius. Changeable with {@link World.setViewRadius}.
    */
   viewRadius?: number;
+  /**
+   * The visibility groups this viewer sees, a 32-bit mask: an entity is its candidate only where
+   * the entity's groups ({@link World.setGroups}) meet these. Default every group (0xffffffff).
+   * Changeable with {@link World.setViewerGroups}.
+   */
+  groups?: number;
+  /**
+   * Its packets carry its avatar's own update record (position, and fields when the config has
+   * them) first of their updates whenever the avatar moved since that record was last sent (a
+   * server-side correction or teleport), within the packet's budget (it takes one update slot).
+   * Without it (the default, false) the avatar is never in its own packets. The record has no
+   * kind or attributes: the avatar is not one of the viewer's ghosts. With acks, a self record
+   * found lost goes again. Fixed when the viewer is added.
+   */
+  self?: boolean;
+  /**
+   * m, more than 0 and at most config.regionSize: a horizontal move of the avatar further than
+   * this from one tick to the next is a teleport ({@link World.teleportViewer}). Default: off
+   * (only teleportViewer makes one). Fixed when the viewer is added.
+   */
+  teleportDistance?: number;
+}
+
+/**
+ * A spectator ({@link World.addViewer} with a position instead of an avatar): a viewer whose
+ * "avatar" is a camera entity the world spawns at `at` (m), in no visibility group, so that no
+ * viewer ever sees it. The game moves it as it moves any entity (`world.positions` at
+ * `world.slotOf(camera)`). Every {@link ViewerOptions} field but `self`.
+ */
+export interface SpectatorOptions extends Omit<ViewerOptions, 'self'> {
+  at: PositionInput;
+  /** A spectator has no avatar of its own to be sent: false or left out. */
+  self?: false;
 }
 
 /** A viewer's settings as last set ({@link World.viewerSettings}). */
@@ -102,6 +135,10 @@ export interface ViewerSettings {
   readonly viewRadius: number;
   /** Whether the client acknowledges packets (fixed when the viewer is added). */
   readonly acks: boolean;
+  /** Visibility groups it sees (unsigned 32-bit mask). */
+  readonly groups: number;
+  /** Its boost set (entity ids, sorted) and factor; `{ entities: [], factor: 1 }` when none. */
+  readonly boost: { readonly entities: readonly EntityId[]; readonly factor: number };
 }
 
 /**

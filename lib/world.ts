@@ -11,7 +11,7 @@ import { EventRouter, type EventRecipients } from './events.js';
 import { toMeters } from './fixed.js';
 import { run as runClock, type LoopHandle, type LoopOptions } from './loop.js';
 import { TickResult } from './tick-result.js';
-import { CHANGE, viewRadiusRaw, viewerNumber } from './interest.js';
+import { ALL_GROUPS, CHANGE, boostSet, groupsMask, priorityWeight, teleportDistanceRaw, viewRadiusRaw, viewerNumber } from './interest.js';
 import type { CongestionStats } from './congestion.js';
 import type { ViewerShedding } from './shedding.js';
 import { WorldOverload } from './world-overload.js';
@@ -24,6 +24,7 @@ import type {
   PositionInput,
   Positions,
   SpawnOptions,
+  SpectatorOptions,
   Vec3,
   WorldOptions,
   ViewerOptions,
@@ -51,9 +52,12 @@ export const kernels: 'avx512' | 'portable' = native.kernels;
  */
 export const profileGuided: boolean = native.profileGuided;
 
+const NO_IDS: Uint32Array = new Uint32Array(0);
+
 const WORLD_OPTIONS = ['capacity', 'threads', 'externalBuffers', 'recordGhostPositions', 'congestion'] as const;
-const VIEWER_OPTIONS = ['payloadBytes', 'sendPeriod', 'acks', 'viewRadius'] as const;
-const GATHER_OPTIONS = ['walkCap', 'exclude', 'radius'] as const;
+const VIEWER_OPTIONS = ['payloadBytes', 'sendPeriod', 'acks', 'viewRadius', 'groups', 'self', 'teleportDistance'] as const;
+const SPECTATOR_OPTIONS = [...VIEWER_OPTIONS, 'at'] as const;
+const GATHER_OPTIONS = ['walkCap', 'exclude', 'radius', 'groups'] as const;
 const SPAWN_OPTIONS = ['kind', 'attributes'] as const;
 
 /**
@@ -101,6 +105,8 @@ export class World {
   #ticking = false;
   readonly #events: EventRouter;
   readonly #overload: WorldOverload;
+  /** The spectators' camera entities (addViewer({ at })): removeViewer despawns them. */
+  readonly #cameras = new Set<EntityId>();
 
   /**
    * `options` may be omitted, `undefined` or `null`: every option takes its default.
@@ -367,9 +373,52 @@ export class World {
    *   viewers' payloadBytes together would pass 4 GiB − 64 KiB, the most one output buffer holds),
    *   ERR_SIGHTLINE_OUT_OF_MEMORY (the viewer's tables could not be allocated; during a tick they
    *   are allocated by this call, so applying the add when the tick ends cannot fail).
+   *
+   * A spectator, `addViewer({ at: { x, y, z }, ...options })`, is a viewer without an avatar: the
+   * world spawns a camera entity at `at` (m) in no visibility group (no viewer ever sees it),
+   * makes it a viewer and returns its id, which names the viewer from then on (packets, settings,
+   * removeViewer, which also despawns the camera). The game moves it like any entity. Its groups
+   * cannot be set. Refused: a position and an avatar together (ERR_SIGHTLINE_INVALID_VIEWER_OPTION),
+   * `self: true` (ERR_SIGHTLINE_INVALID_VIEWER_OPTION), a bad position (ERR_SIGHTLINE_INVALID_POSITION);
+   * a refused spectator spawns nothing.
    */
-  addViewer(avatar: EntityId, options?: ViewerOptions | null): void {
+  addViewer(avatar: EntityId, options?: ViewerOptions | null): void;
+  addViewer(spectator: SpectatorOptions): EntityId;
+  addViewer(avatar: EntityId | SpectatorOptions, options?: ViewerOptions | null): EntityId | void {
     this.#requireOpen();
+    if (typeof avatar === 'object' && avatar !== null) return this.#addSpectator(avatar, options);
+    if (typeof options === 'object' && options !== null && Object.prototype.hasOwnProperty.call(options, 'at')) {
+      throw new SightlineError(
+        'ERR_SIGHTLINE_INVALID_VIEWER_OPTION',
+        `a spectator is given a position (addViewer({ at })) and no avatar, received entity ${describe(avatar)} and a position`,
+      );
+    }
+    this.#addViewer(avatar, options);
+  }
+
+  #addSpectator(spectator: object, extra: unknown): EntityId {
+    if (extra !== undefined) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `a spectator's options go in its one object, addViewer({ at, ...options }), received a second argument ${describe(extra)}`);
+    }
+    const { at, ...options } = readOptions('addViewer', spectator, SPECTATOR_OPTIONS);
+    if (at === undefined) throw new SightlineError('ERR_SIGHTLINE_INVALID_VIEWER_OPTION', `a spectator needs a position, addViewer({ at: { x, y, z } }), received none`);
+    if (options.self !== undefined && options.self !== false) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_VIEWER_OPTION', `a spectator has no avatar to send: self must be false or left out, received ${describe(options.self)}`);
+    }
+    checkVec3(at);
+    const camera = this.spawn(at as PositionInput);
+    try {
+      this.#native.setGroups(camera, 0);
+      this.#addViewer(camera, options);
+    } catch (e) {
+      this.#native.despawn(camera);
+      throw e;
+    }
+    this.#cameras.add(camera);
+    return camera;
+  }
+
+  #addViewer(avatar: EntityId, options: unknown): void {
     const o = readOptions('addViewer', options, VIEWER_OPTIONS);
     const payloadBytes = o.payloadBytes === undefined ? this.config.payloadBytes : o.payloadBytes;
     const sendPeriod = o.sendPeriod === undefined ? 1 : o.sendPeriod;
@@ -381,8 +430,11 @@ export class World {
     }
     const acks = readBoolean('acks', o.acks, false);
     const radius = o.viewRadius === undefined ? 0 : viewRadiusRaw(this.config, o.viewRadius);
+    const groups = o.groups === undefined ? ALL_GROUPS : groupsMask('groups', o.groups);
+    const self = readBoolean('self', o.self, false);
+    const teleport = o.teleportDistance === undefined ? 0 : teleportDistanceRaw(this.config, o.teleportDistance);
     try {
-      this.#native.addViewer(avatar, payloadBytes, sendPeriod, acks, radius);
+      this.#native.addViewer(avatar, payloadBytes, sendPeriod, acks, radius, groups, self, teleport);
     } catch (e) {
       rethrow(e);
     }
@@ -432,17 +484,63 @@ export class World {
   }
 
   /**
+   * Makes the viewer's next pass a teleport, as a move of its avatar further than its
+   * `teleportDistance` does: every ghost outside its view radius at the place it is then departs
+   * in that packet, ahead of its other despawns (at most the despawn budget, half a packet's state
+   * bytes, a packet; the rest in the packets after, still ahead of later ones), instead of after
+   * the grace window. The new surroundings then arrive by score: all new, so with the default
+   * band weights (falling with distance) nearest first. Sequences and settings carry on. Call it
+   * when the game moves the avatar (or a spectator's camera); during a tick it applies to the
+   * first pass after.
+   * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_INVALID_ENTITY.
+   */
+  teleportViewer(viewer: EntityId): void {
+    this.#requireOpen();
+    try {
+      this.#native.teleportViewer(viewer);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /**
+   * Sets the visibility groups a viewer sees (a 32-bit mask; default every group): an entity is
+   * its candidate only where their groups meet (entity groups & viewer groups ≠ 0). The ghosts it
+   * may no longer see depart at its next pass, their despawns ahead of the others (up to the
+   * despawn budget: half a packet's state bytes). Deferred during a tick like {@link setSendPeriod}.
+   * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_INVALID_ARGUMENT (not an integer from
+   *   -2^31 to 2^32 - 1).
+   */
+  setViewerGroups(viewer: EntityId, groups: number): void {
+    this.#change(viewer, CHANGE.groups, 0, 0, 0, groupsMask('groups', groups));
+  }
+
+  /**
+   * Boosts, for this viewer only, the priority of up to 64 entities (its party): their scores are
+   * multiplied by `factor` (1 to 16; 1, or an empty list, clears the boost), on top of their own
+   * weight ({@link setPriority}). Replaces the viewer's previous set. The ids need not be live;
+   * a despawned one simply matches nothing. Deferred during a tick like {@link setSendPeriod}.
+   * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_INVALID_VIEWER_OPTION (factor not an
+   *   integer from 1 to 16, more than 64 entities), ERR_SIGHTLINE_INVALID_ARGUMENT (not a list of
+   *   entity ids).
+   */
+  setBoost(viewer: EntityId, entities: readonly EntityId[], factor: number): void {
+    const ids = boostSet(entities, factor);
+    this.#change(viewer, CHANGE.boost, 0, 0, 0, ALL_GROUPS, factor, ids);
+  }
+
+  /**
    * A viewer's settings as last set: changes asked for during a running tick are included (they
-   * apply when it ends). `viewRadius` in meters. These are the game's settings: while the tick
-   * governor or congestion control sheds from a viewer, the engine serves it less often, with
-   * smaller packets or radius ({@link servedSettings}); the game's own setters keep changing the
-   * settings shedding starts from.
+   * apply when it ends). `viewRadius` in meters; `boost.entities` sorted, without repeats. These
+   * are the game's settings: while the tick governor or congestion control sheds from a viewer,
+   * the engine serves it less often, with smaller packets or radius ({@link servedSettings}); the
+   * game's own setters keep changing the settings shedding starts from.
    * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER.
    */
   viewerSettings(viewer: EntityId): ViewerSettings {
     const s = this.servedSettings(viewer);
     const base = this.#overload.shedding.base(viewer);
-    return base === undefined ? s : { ...base, acks: s.acks };
+    return base === undefined ? s : { ...s, ...base };
   }
 
   /**
@@ -453,7 +551,14 @@ export class World {
   servedSettings(viewer: EntityId): ViewerSettings {
     try {
       const s = this.#native.viewerSettings(viewer);
-      return { payloadBytes: s.payloadBytes, sendPeriod: s.sendPeriod, viewRadius: toMeters(s.viewRadius), acks: s.acks };
+      return {
+        payloadBytes: s.payloadBytes,
+        sendPeriod: s.sendPeriod,
+        viewRadius: toMeters(s.viewRadius),
+        acks: s.acks,
+        groups: s.groups,
+        boost: { entities: Array.from(s.boost), factor: s.boost.length === 0 ? 1 : s.boostFactor },
+      };
     } catch (e) {
       rethrow(e);
     }
@@ -523,10 +628,81 @@ export class World {
     }
   }
 
-  #change(viewer: EntityId, what: number, sendPeriod: number, payloadBytes: number, viewRadius: number): void {
+  #change(
+    viewer: EntityId,
+    what: number,
+    sendPeriod: number,
+    payloadBytes: number,
+    viewRadius: number,
+    groups = ALL_GROUPS,
+    boostFactor = 1,
+    boost = NO_IDS,
+  ): void {
     this.#requireOpen();
     try {
-      this.#native.changeViewer(viewer, what, sendPeriod, payloadBytes, viewRadius);
+      this.#native.changeViewer(viewer, what, sendPeriod, payloadBytes, viewRadius, groups, boostFactor, boost);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /**
+   * Sets an entity's visibility groups, a 32-bit mask (default every group, 0xffffffff): it is a
+   * candidate only of viewers whose groups meet them (teams, stealth, instanced content; 0 hides it
+   * from everyone). From the next tick on: that tick's packets never carry it to a viewer outside
+   * its groups, and the viewers that held it and may no longer see it get its despawn in that
+   * packet, ahead of their other despawns (within the despawn budget, half a packet's state bytes;
+   * the rest in the packets after). A mask given as a negative integer (`~0`, `1 << 31`) is read
+   * as its unsigned 32-bit value.
+   * @throws ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_ENTITY, ERR_SIGHTLINE_INVALID_ARGUMENT
+   *   (not an integer from -2^31 to 2^32 - 1).
+   */
+  setGroups(entity: EntityId, groups: number): void {
+    this.#requireOpen();
+    const g = groupsMask('groups', groups);
+    if (this.#cameras.has(entity) && this.#native.isLive(entity)) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `entity ${entity} is a spectator's camera: it is in no group, so that no viewer sees it`);
+    }
+    try {
+      this.#native.setGroups(entity, g);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /** An entity's visibility groups as last set (unsigned). @throws ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_ENTITY. */
+  groups(entity: EntityId): number {
+    try {
+      return this.#native.entityInterest(entity)[0];
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /**
+   * Sets an entity's priority weight, an integer from 1 (default) to 16: its score is multiplied
+   * by it for every viewer (drift × band weight × priority × the viewer's boost), so it is sent up
+   * to 16 times as often as an entity of weight 1 with the same drift at the same distance. From
+   * the next tick on. Starvation bound: with B update slots a packet and N candidates whose scores
+   * grow, a candidate whose score grows r times slower than the fastest one's (r counts speeds,
+   * band weights, priorities and boosts) is sent at least every 2 × ceil(N / B) × ceil(r) + 1
+   * ticks (docs/api.md; test/interest.test.ts).
+   * @throws ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_ENTITY, ERR_SIGHTLINE_INVALID_PRIORITY.
+   */
+  setPriority(entity: EntityId, weight: number): void {
+    this.#requireOpen();
+    const w = priorityWeight(weight);
+    try {
+      this.#native.setPriority(entity, w);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /** An entity's priority weight as last set. @throws ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_ENTITY. */
+  priority(entity: EntityId): number {
+    try {
+      return this.#native.entityInterest(entity)[1];
     } catch (e) {
       rethrow(e);
     }
@@ -539,6 +715,7 @@ export class World {
   removeViewer(avatar: EntityId): void {
     try {
       this.#native.removeViewer(avatar);
+      if (this.#cameras.delete(avatar) && this.#native.isLive(avatar)) this.#native.despawn(avatar);
     } catch (e) {
       rethrow(e);
     }
@@ -762,14 +939,19 @@ export class World {
    * The candidates a viewer at (x, y) meters would examine, on the current snapshot (see
    * {@link rebuildSnapshot}): nearest cells first, within `radius` meters (default the config's
    * viewRadius; at most that, as {@link setViewRadius}), stopping at `walkCap` (default
-   * config.walkCap; `Infinity` for uncapped), leaving out `exclude`.
+   * config.walkCap; `Infinity` for uncapped), leaving out `exclude` and the entities whose groups
+   * do not meet `groups` (default every group).
    * `options` may be omitted, `undefined` or `null`: every option takes its default.
    * @throws ERR_SIGHTLINE_INVALID_POSITION, ERR_SIGHTLINE_INVALID_ARGUMENT (options not an object,
-   *   walkCap not a number ≥ 1, exclude not an integer entity id, radius not in (0, viewRadius]),
-   *   ERR_SIGHTLINE_UNKNOWN_OPTION (a key other than walkCap, exclude and radius),
+   *   walkCap not a number ≥ 1, exclude not an integer entity id, radius not in (0, viewRadius],
+   *   groups not an integer mask), ERR_SIGHTLINE_UNKNOWN_OPTION (a key other than walkCap,
+   *   exclude, radius and groups),
    *   ERR_SIGHTLINE_TICK_IN_PROGRESS.
    */
-  gather(at: { x: number; y: number }, options?: { walkCap?: number; exclude?: EntityId; radius?: number } | null): GatherResult {
+  gather(
+    at: { x: number; y: number },
+    options?: { walkCap?: number; exclude?: EntityId; radius?: number; groups?: number } | null,
+  ): GatherResult {
     this.#requireOpen();
     const x = checkCoordinate('x', at?.x);
     const y = checkCoordinate('y', at?.y);
@@ -790,8 +972,9 @@ export class World {
         throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', (e as Error).message.replace('viewRadius', 'radius'));
       }
     }
+    const groups = o.groups === undefined ? ALL_GROUPS : groupsMask('groups', o.groups);
     try {
-      const r = this.#native.gather(x, y, walkCap, exclude === undefined ? -1 : exclude, radius);
+      const r = this.#native.gather(x, y, walkCap, exclude === undefined ? -1 : exclude, radius, groups);
       return { ids: r.ids, distancesSq: r.d2, examined: r.examined };
     } catch (e) {
       rethrow(e);

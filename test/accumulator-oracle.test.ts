@@ -23,6 +23,13 @@
 //              removed when its despawn record is written; ghosts evicted early for want of room
 //              are among those despawns). In roomy tables this is the top `slots`.
 //              stats.ghostTableFull counts the new ones the walks skipped before they stopped.
+//   controls   (the 'controls' worlds) each entity has a priority weight (1 to 16) and visibility
+//              groups, each viewer its own view radius, groups and a boost set with a factor, all
+//              changing as the run goes: a candidate is also one whose groups meet the viewer's,
+//              within the viewer's radius; its score is drift × band weight × priority × boost
+//              (the boost for the viewer's set only), saturating at 2^64 - 1. A ghost the viewer
+//              may no longer see departs at once: a packet with room for more despawns than it
+//              carries leaves its client holding no entity hidden from it.
 //
 // What the client holds comes from ModelClient (packets only); the mark of a sent entity is this
 // test's own odometer at the tick the packet carried it.
@@ -48,6 +55,9 @@ interface Ent {
   fresh: boolean;
   kind: Kind;
   avatar: boolean;
+  /** Priority weight and visibility groups (the engine's defaults: 1 and every group). */
+  weight: number;
+  groups: number;
 }
 
 interface ViewerModel {
@@ -57,6 +67,11 @@ interface ViewerModel {
   /** id -> model odometer when last sent to this viewer. */
   marks: Map<number, number>;
   scratch: RawPacket;
+  /** View radius (raw), groups, boost set and factor. */
+  radius: number;
+  groups: number;
+  boost: Set<number>;
+  boostFactor: number;
 }
 
 interface Cand {
@@ -106,8 +121,12 @@ interface Scenario {
    *  held, and scored, for a while. 'lowered': the same, with the config's ghostCap at 40 and
    *  the cap in use lowered to 8 to 23 by World.setCaps (the tick governor's lever). */
   tables: 'roomy' | 'full' | 'capped' | 'lowered';
+  /** Priorities, groups, per-viewer radii and boosts in use, changing as the run goes. */
+  controls: boolean;
   ticks: number;
 }
+
+const SCORE_CAP = (1n << 64n) - 1n;
 
 const REGION_M = 256;
 const VIEW_M = 64;
@@ -136,6 +155,12 @@ interface Coverage {
   roomBound: number;
   /** New candidates the engine reported skipped for want of room (stats.ghostTableFull). */
   skippedNew: number;
+  /** Scores that saturated at 2^64 - 1 (controls). */
+  saturated: number;
+  /** Candidates left out because their groups did not meet the viewer's (controls). */
+  hidden: number;
+  /** Ghosts departed at once for their groups (stats.hiddenDepartures). */
+  hiddenDepartures: number;
   /** 'capped': updates sent of ghosts past the cap (held, not eligible). */
   pastCapSent: number;
   /** 'capped': packets not compared because two candidates tied at the cap's distance (gather order decides). */
@@ -146,8 +171,12 @@ async function runScenario(s: Scenario): Promise<Coverage> {
   const r = rng(s.seed);
   // Drawn from their own generator: the same seed moves the same world in every scenario.
   const rw = rng(s.seed ^ 0x5eed);
+  // With controls the random newDrift may be as large as allowed (about 4,194,304 m), so that new
+  // candidates' scores saturate (times priorities and boosts of up to 256).
   const custom =
-    s.weights === 'random' ? { bandWeights: Array.from({ length: 64 }, () => randInt(rw, 1, 2 ** 32)), newDrift: randInt(rw, 1, 4 * VIEW_M) } : {};
+    s.weights === 'random'
+      ? { bandWeights: Array.from({ length: 64 }, () => randInt(rw, 1, 2 ** 32)), newDrift: s.controls ? randInt(rw, 1_000_000, 4_000_000) : randInt(rw, 1, 4 * VIEW_M) }
+      : {};
   const full = s.tables === 'full';
   const lowered = s.tables === 'lowered';
   const capped = s.tables === 'capped' || lowered;
@@ -161,7 +190,6 @@ async function runScenario(s: Scenario): Promise<Coverage> {
     ...(s.walk === 'ring' ? { cellSize: VIEW_M, denseCellThreshold: 12, subGridDivisions: 4 } : {}),
   });
   const region = c.regionRaw;
-  const r2 = c.viewRadiusRaw * c.viewRadiusRaw;
   expect(c.ghostTableCapacity).toBe(2 * c.ghostCap);
   // The ghost cap in use: the config's, or lowered at run time.
   const ghostCap = lowered ? randInt(r, 8, 24) : c.ghostCap;
@@ -191,9 +219,39 @@ async function runScenario(s: Scenario): Promise<Coverage> {
     const id = w.spawn({ x: x / 1024, y: y / 1024, z: z / 1024 });
     const slot = w.slotOf(id);
     expect([w.positions.x[slot], w.positions.y[slot], w.positions.z[slot]]).toEqual([x, y, z]);
-    const e: Ent = { id, slot, x, y, z, px: x, py: y, pz: z, odo: 0, fresh: true, kind: avatar ? 'walker' : kinds[randInt(r, 0, kinds.length)], avatar };
+    const e: Ent = {
+      id, slot, x, y, z, px: x, py: y, pz: z, odo: 0, fresh: true,
+      kind: avatar ? 'walker' : kinds[randInt(r, 0, kinds.length)], avatar, weight: 1, groups: 0xffffffff,
+    };
     ents.set(id, e);
+    if (s.controls && !avatar && r() < 0.7) setControls(e);
     return e;
+  };
+  // Controls: a weight of 1 to 16, groups among 4 (now and then none, or all 32; in the 'full'
+  // worlds all 32 more often, so that tables still fill).
+  function setControls(e: Ent): void {
+    e.weight = randInt(r, 1, 17);
+    const k = r();
+    e.groups = k < 0.05 ? 0 : k < (full ? 0.9 : 0.2) ? 0xffffffff : randInt(r, 1, 16);
+    w.setPriority(e.id, e.weight);
+    w.setGroups(e.id, e.groups);
+    expect([w.priority(e.id), w.groups(e.id)]).toEqual([e.weight, e.groups]);
+  }
+  const viewerControls = (v: ViewerModel): void => {
+    // In the 'full' worlds the radius stays the config's and most viewers see every group, so
+    // that tables still fill (the other worlds change radii).
+    const radius = r() < 0.3 ? c.viewRadiusRaw : randInt(r, Math.floor(c.viewRadiusRaw / 4), c.viewRadiusRaw + 1);
+    v.radius = full ? c.viewRadiusRaw : radius;
+    v.groups = r() < (full ? 0.8 : 0.2) ? 0xffffffff : randInt(r, 1, 16);
+    const pool = [...ents.values()].filter((e) => !e.avatar);
+    v.boost = new Set(Array.from({ length: randInt(r, 0, 6) }, () => pool[randInt(r, 0, pool.length)].id));
+    v.boostFactor = v.boost.size === 0 ? 1 : randInt(r, 1, 17);
+    if (v.boostFactor === 1) v.boost = new Set(); // a factor of 1 boosts nothing: the set is cleared
+    w.setViewRadius(v.avatar.id, v.radius / 1024);
+    w.setViewerGroups(v.avatar.id, v.groups);
+    w.setBoost(v.avatar.id, [...v.boost], v.boostFactor);
+    if (v.boost.size === 0 && r() < 0.5) w.setBoost(v.avatar.id, [ents.keys().next().value!], 1);
+    expect(w.viewerSettings(v.avatar.id)).toMatchObject({ viewRadius: v.radius / 1024, groups: v.groups, boost: { entities: [...v.boost].sort((a, b) => a - b), factor: v.boostFactor } });
   };
 
   const viewers: ViewerModel[] = [];
@@ -210,9 +268,13 @@ async function runScenario(s: Scenario): Promise<Coverage> {
           ? c.payloadBytes
           : 16 + 12 * randInt(r, 10, 40) + 4 * randInt(r, 0, 3);
     w.addViewer(avatar.id, { payloadBytes: payload, sendPeriod: 1 });
-    viewers.push({ avatar, payload, client: new ModelClient(c, payload), marks: new Map(), scratch: createRawPacket(payload) });
+    viewers.push({
+      avatar, payload, client: new ModelClient(c, payload), marks: new Map(), scratch: createRawPacket(payload),
+      radius: c.viewRadiusRaw, groups: 0xffffffff, boost: new Set(), boostFactor: 1,
+    });
   }
   for (let i = 0; i < (full ? 200 : 300); i++) spawn();
+  if (s.controls) for (const v of viewers) viewerControls(v);
 
   const setPos = (e: Ent, x: number, y: number, z: number) => {
     e.x = x;
@@ -235,6 +297,9 @@ async function runScenario(s: Scenario): Promise<Coverage> {
     denseTicks: 0,
     roomBound: 0,
     skippedNew: 0,
+    saturated: 0,
+    hidden: 0,
+    hiddenDepartures: 0,
     pastCapSent: 0,
     capTies: 0,
   };
@@ -290,6 +355,10 @@ async function runScenario(s: Scenario): Promise<Coverage> {
       }
       if (ents.size < (full ? 270 : 400) && r() < 0.4) spawn();
     }
+    if (s.controls) {
+      for (const e of ents.values()) if (!e.avatar && r() < 0.03) setControls(e);
+      for (const v of viewers) if (r() < 0.05) viewerControls(v);
+    }
 
     // The model odometer, as the tick will advance it.
     for (const e of ents.values()) {
@@ -306,6 +375,7 @@ async function runScenario(s: Scenario): Promise<Coverage> {
       if (w.odometer(e.id) !== e.odo) throw new Error(`tick ${t}: odometer of ${e.id} is ${w.odometer(e.id)}, the model says ${e.odo}`);
     }
     cov.skippedNew += res.stats.ghostTableFull;
+    cov.hiddenDepartures += res.stats.hiddenDepartures;
     if (res.stats.denseCells > 0) cov.denseTicks++;
     if (s.walk === 'ring') {
       // A capped walk scans at most 2 × walkCap - (candidates so far) entities of one cell; every
@@ -341,7 +411,7 @@ async function runScenario(s: Scenario): Promise<Coverage> {
       for (const e of ents.values()) {
         if (e === v.avatar || e.x < 0 || e.y < 0 || e.x >= region || e.y >= region) continue;
         const d2 = (e.x - vx) ** 2 + (e.y - vy) ** 2;
-        if (d2 <= r2) inRange.push({ e, d2 });
+        if (d2 <= v.radius * v.radius && (e.groups & v.groups) !== 0) inRange.push({ e, d2 });
       }
       inRange.sort((a, b) => a.d2 - b.d2);
       const eligibleIds = new Set(inRange.slice(0, ghostCap).map((k) => k.e.id));
@@ -354,14 +424,19 @@ async function runScenario(s: Scenario): Promise<Coverage> {
       }
       const vcx = vx >> c.cellShift;
       const vcy = vy >> c.cellShift;
+      const cellRadius = Math.ceil(v.radius / c.cellRaw);
       for (const e of ents.values()) {
         if (e.x < 0 || e.y < 0 || e.x >= region || e.y >= region) continue;
-        if (Math.abs((e.x >> c.cellShift) - vcx) <= c.cellRadius && Math.abs((e.y >> c.cellShift) - vcy) <= c.cellRadius) inBox++;
+        if (Math.abs((e.x >> c.cellShift) - vcx) <= cellRadius && Math.abs((e.y >> c.cellShift) - vcy) <= cellRadius) inBox++;
         if (e === v.avatar) continue;
         const dx = e.x - vx;
         const dy = e.y - vy;
         const d2 = dx * dx + dy * dy;
-        if (d2 > r2) continue;
+        if (d2 > v.radius * v.radius) continue;
+        if ((e.groups & v.groups) === 0) {
+          cov.hidden++;
+          continue;
+        }
         const held = v.client.held.has(e.id);
         if (capped && !eligibleIds.has(e.id) && !(held && live!.has(e.id))) {
           candidateTotal++;
@@ -376,7 +451,11 @@ async function runScenario(s: Scenario): Promise<Coverage> {
           drift = c.newDriftRaw;
         }
         const band = ilog2(d2);
-        const score = BigInt(drift) * weights[band];
+        let score = BigInt(drift) * weights[band] * BigInt(e.weight) * BigInt(v.boost.has(e.id) ? v.boostFactor : 1);
+        if (score > SCORE_CAP) {
+          score = SCORE_CAP;
+          cov.saturated++;
+        }
         if (score === 0n) {
           zero++;
           candidateTotal++;
@@ -490,6 +569,16 @@ async function runScenario(s: Scenario): Promise<Coverage> {
       v.client.apply(bytes);
       for (const id of got) v.marks.set(id, ents.get(id)!.odo);
       cov.checked++;
+      // Hidden ghosts depart at once: with despawn room to spare, none is left on the client.
+      const despawnRoom = Math.floor(Math.floor((v.payload - 16) / 2) / 4);
+      if (raw.despawnCount < despawnRoom) {
+        for (const id of v.client.held.keys()) {
+          const e = ents.get(id);
+          if (e && (e.groups & v.groups) === 0) {
+            throw new Error(`tick ${t}: viewer ${v.avatar.id} (groups ${v.groups}) still holds ${id} (groups ${e.groups}) after a packet with despawn room to spare`);
+          }
+        }
+      }
     }
     const skipped = res.stats.ghostTableFull;
     if (skipped < skippedLeast || skipped > skippedMost) {
@@ -503,24 +592,28 @@ async function runScenario(s: Scenario): Promise<Coverage> {
 
 describe('priority accumulator against a brute-force model', () => {
   const scenarios = [
-    { walk: 'uncapped', weights: 'default', tables: 'roomy' },
-    { walk: 'uncapped', weights: 'random', tables: 'roomy' },
-    { walk: 'ring', weights: 'default', tables: 'roomy' },
-    { walk: 'ring', weights: 'random', tables: 'roomy' },
-    { walk: 'uncapped', weights: 'default', tables: 'full' },
-    { walk: 'uncapped', weights: 'random', tables: 'full' },
-    { walk: 'uncapped', weights: 'default', tables: 'capped' },
-    { walk: 'uncapped', weights: 'random', tables: 'capped' },
-    { walk: 'uncapped', weights: 'default', tables: 'lowered' },
+    { walk: 'uncapped', weights: 'default', tables: 'roomy', controls: false },
+    { walk: 'uncapped', weights: 'random', tables: 'roomy', controls: false },
+    { walk: 'ring', weights: 'default', tables: 'roomy', controls: false },
+    { walk: 'ring', weights: 'random', tables: 'roomy', controls: false },
+    { walk: 'uncapped', weights: 'default', tables: 'full', controls: false },
+    { walk: 'uncapped', weights: 'random', tables: 'full', controls: false },
+    { walk: 'uncapped', weights: 'default', tables: 'roomy', controls: true },
+    { walk: 'ring', weights: 'random', tables: 'roomy', controls: true },
+    { walk: 'uncapped', weights: 'default', tables: 'full', controls: true },
+    { walk: 'uncapped', weights: 'default', tables: 'capped', controls: false },
+    { walk: 'uncapped', weights: 'random', tables: 'capped', controls: false },
+    { walk: 'uncapped', weights: 'random', tables: 'capped', controls: true },
+    { walk: 'uncapped', weights: 'default', tables: 'lowered', controls: false },
   ] as const;
-  for (const { walk, weights, tables } of scenarios) {
+  for (const { walk, weights, tables, controls } of scenarios) {
     for (const seed of [11, 22, 33]) {
       for (const threads of [1, 2]) {
-        it(`every packet carries the model's top-slots updates (seed ${seed}, threads ${threads}, walk ${walk}, weights ${weights}, tables ${tables})`, async () => {
+        it(`every packet carries the model's top-slots updates (seed ${seed}, threads ${threads}, walk ${walk}, weights ${weights}, tables ${tables}${controls ? ', priorities, groups, radii and boosts' : ''})`, async () => {
           await withSeed(seed, async () => {
             const ticks = 120;
-            const st = await runScenario({ seed, threads, walk, weights, tables, ticks });
-            if (process.env.ORACLE_COVERAGE) console.log(JSON.stringify({ seed, threads, walk, weights, tables, ...st }));
+            const st = await runScenario({ seed, threads, walk, weights, tables, controls, ticks });
+            if (process.env.ORACLE_COVERAGE) console.log(JSON.stringify({ seed, threads, walk, weights, tables, controls, ...st }));
             expect(st.checked + st.capTies).toBe(8 * ticks);
             expect(st.capTies).toBeLessThan(ticks / 4);
             // The worlds exercised what they are meant to.
@@ -528,17 +621,24 @@ describe('priority accumulator against a brute-force model', () => {
             const bound = tables === 'capped' || tables === 'lowered';
             expect(st.zeroCuts).toBeGreaterThan(bound ? 10 : ticks);
             expect(st.budgetBound).toBeGreaterThan(ticks);
-            expect(st.distanceTies).toBeGreaterThan(bound ? 5 : 10);
+            // Priorities break most ties of equal scores; so does the ghost cap binding.
+            expect(st.distanceTies).toBeGreaterThan(controls ? 0 : bound ? 5 : 10);
             expect(st.despawnPackets).toBeGreaterThan(10);
-            if (walk === 'ring') {
+            if (controls) {
+              expect(st.hidden).toBeGreaterThan(ticks);
+              expect(st.hiddenDepartures).toBeGreaterThan(tables === 'full' ? 0 : 10);
+              if (weights === 'random') expect(st.saturated).toBeGreaterThan(0);
+            }
+            if (walk === 'ring' && !controls) {
               expect(st.ringPasses).toBeGreaterThan(ticks);
               expect(st.denseTicks).toBeGreaterThan(ticks / 2);
             }
             if (tables === 'capped' || tables === 'lowered') expect(st.pastCapSent).toBeGreaterThan(ticks);
             if (tables === 'full') {
               // Early evictions free room within a pass or two, so fewer packets meet a full table.
-              expect(st.roomBound).toBeGreaterThan(ticks / 3);
-              expect(st.skippedNew).toBeGreaterThan(ticks / 2);
+              // Hidden entities and smaller radii leave fewer candidates with controls.
+              expect(st.roomBound).toBeGreaterThan(controls ? ticks / 8 : ticks / 3);
+              expect(st.skippedNew).toBeGreaterThan(controls ? ticks / 8 : ticks / 2);
             }
           });
         });

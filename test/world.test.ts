@@ -198,7 +198,7 @@ describe('positions are zero-copy views', () => {
     // The native world under World, whose buffers are not marked untransferable: the engine's own check.
     const nw = new native.NativeWorld(config.input, 16, 1, false, false);
     const id = nw.spawn(toRaw(100), toRaw(100), 0);
-    nw.addViewer(id, 1200, 1, false, 0);
+    nw.addViewer(id, 1200, 1, false, 0, 0xffffffff);
     await nw.tick();
     const which = (await nw.tick())[0] & 1; // the tick's parity: its output slot
     const out = nw.outputViews(which)!.buffer;

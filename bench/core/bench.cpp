@@ -26,7 +26,8 @@ namespace {
 
 struct Options {
   std::string scenario = "town-square";
-  std::string mode = "pass";  // pass | snapshot | gather | wake | pair | state
+  std::string mode = "pass";  // pass | snapshot | gather | wake | pair | state | controls
+  std::string controls = "none";  // none | meet | filter (see applyControls); --mode controls: meet unless given
   uint32_t entities = 8192;
   uint32_t viewers = 0;  // 0 = scenario default
   unsigned threads = 1;
@@ -50,10 +51,11 @@ struct Options {
 void usage(const char* problem = nullptr, int code = 2) {
   if (problem) std::fprintf(stderr, "bench-core: %s\n", problem);
   std::fprintf(code == 0 ? stdout : stderr,
-               "usage: bench-core [--scenario uniform|town-square|crowd|crowd-50k] [--mode pass|snapshot|gather|wake|pair|state]\n"
+               "usage: bench-core [--scenario uniform|town-square|crowd|crowd-50k] [--mode pass|snapshot|gather|wake|pair|state|controls]\n"
                "             [--entities N] [--viewers N] [--threads N] [--ticks N] [--warmup N]\n"
                "             [--walk-cap N|inf] [--ghost-cap N] [--dense N|inf] [--still] [--gap-ms N]\n"
-               "             [--walk jitter|wander] [--digest] [--attribute-bytes N] [--attribute-rate R] [--kinds] [--acks] [--help]\n"
+               "             [--walk jitter|wander] [--digest] [--attribute-bytes N] [--attribute-rate R] [--kinds] [--acks]\n"
+               "             [--controls none|meet|filter|groups|weights|radii|boost] [--help]\n"
                "  Prints one JSON line; times are medians over the --ticks measured after --warmup ticks\n"
                "  (passMs: the pass of every viewer; perViewerUs: passMs / viewers served).\n"
                "  --scenario crowd: 60%% of --entities in one cell; crowd-50k: crowd, --entities 50000 by default (herd's crowd-50k)\n"
@@ -70,7 +72,16 @@ void usage(const char* problem = nullptr, int code = 2) {
                "               --attribute-bytes N (32) attributes on every entity, --attribute-rate R (0.1) of them\n"
                "               changing a second at 20 Hz (--kinds: and a kind each): the pass time of each and their\n"
                "               ratio; --warmup 80 unless given\n"
-               "  --acks: viewers acknowledge every packet right after its pass\n");
+               "  --acks: viewers acknowledge every packet right after its pass\n"
+               "  --mode controls: two identical scenes, the second with the interest controls in use, their\n"
+               "               ticks interleaved (one of each in turn, same pool): plainMs, controlsMs, ratio\n"
+               "               (of the medians) and pairedRatio (median of each tick pair's ratio)\n"
+               "  --controls none (default; --mode controls: meet): no interest controls\n"
+               "             meet: every entity in one of 4 groups plus a group every viewer sees (the\n"
+               "               mask test runs on every entity and hides none), priorities 1 to 16, each viewer's\n"
+               "               own radius of 192 to 256 m, a boost of 8 entities x4 per viewer;\n"
+               "             filter: the same, but each viewer sees 3 of the 4 groups (a quarter hidden)\n"
+               "             groups, weights, radii, boost: that control of meet alone\n");
   std::exit(code);
 }
 
@@ -298,6 +309,60 @@ int pairContention(const Options& o, const Config& c) {
   return 0;
 }
 
+// --mode controls: the interest controls of --controls on a scene (seeded: both kinds draw alike).
+// groups, weights, radii, boost: one control of meet alone (to see what each costs).
+void applyControls(Scene& sc, const std::string& kind, const Config& c) {
+  std::mt19937 rng(777);
+  World& w = sc.w;
+  const uint32_t common = 1u << 31;
+  const bool all = kind == "meet" || kind == "filter";
+  const bool groups = all || kind == "groups", weights = all || kind == "weights", radii = all || kind == "radii",
+             boost = all || kind == "boost";
+  for (uint32_t s = 0; s < sc.o.entities; ++s) {
+    const uint32_t id = w.entities().idOfSlot(s);
+    if (groups) w.entities().setGroups(id, (1u << (s % 4)) | (kind != "filter" ? common : 0u));
+    if (weights) w.entities().setWeight(id, 1 + rng() % 16);
+    if (kind == "weights1") w.entities().setWeight(id, s == 0 ? 2 : 1);
+  }
+  for (uint32_t i = 0; i < sc.viewers; ++i) {
+    ViewerChange ch;
+    ch.what = (radii ? ViewerChange::kViewRadius : 0u) | (groups ? ViewerChange::kGroups : 0u) | (boost ? ViewerChange::kBoost : 0u);
+    ch.to.viewRadiusRaw = c.viewRadiusRaw * 3 / 4 + int64_t(rng() % uint64_t(c.viewRadiusRaw / 4 + 1));
+    ch.to.groups = kind != "filter" ? common : (0xfu & ~(1u << (i % 4)));
+    ch.to.boostFactor = 4;
+    for (uint32_t k = 0; k < 8; ++k) ch.boost.push_back(w.entities().idOfSlot(rng() % sc.o.entities));
+    w.changeViewer(w.entities().idOfSlot(i), std::move(ch));
+  }
+}
+
+// --mode controls: plain and controlled scenes ticked in turn on one pool.
+int controlsOverhead(const Options& o, const Config& c) {
+  Scene plain(o, c), controlled(o, c);
+  applyControls(controlled, o.controls, c);
+  ThreadPool pool(o.threads);
+  std::vector<double> a, b, ratio;
+  TickStats sa{}, sb{};
+  for (uint32_t t = 0; t < o.warmup + o.ticks; ++t) {
+    // Alternate which goes first, so that neither always follows the other's caches.
+    double ua, ub;
+    if (t % 2 == 0) ua = plain.tick(pool), ub = controlled.tick(pool);
+    else ub = controlled.tick(pool), ua = plain.tick(pool);
+    if (t < o.warmup) continue;
+    a.push_back(ua), b.push_back(ub), ratio.push_back(ub / ua);
+    sa = plain.w.stats(), sb = controlled.w.stats();
+  }
+  const double served = double(std::max<uint64_t>(sa.served, 1));
+  std::printf("{\"scenario\":\"%s\",\"mode\":\"controls\",\"controls\":\"%s\",\"entities\":%u,\"viewers\":%u,\"threads\":%u,"
+              "\"ticks\":%u,\"kernels\":\"%s\",\"plainMs\":%.3f,\"controlsMs\":%.3f,\"ratio\":%.4f,\"pairedRatio\":%.4f,"
+              "\"plainCandidatesPerViewer\":%.1f,\"controlsCandidatesPerViewer\":%.1f,\"plainExaminedPerViewer\":%.1f,"
+              "\"controlsExaminedPerViewer\":%.1f,\"plainRecordsPerPacket\":%.2f,\"controlsRecordsPerPacket\":%.2f}\n",
+              o.scenario.c_str(), o.controls.c_str(), o.entities, plain.viewers, pool.size(), o.ticks,
+              simdEnabled() ? "avx512" : "portable", median(a) / 1000, median(b) / 1000, median(b) / median(a), median(ratio),
+              double(sa.candidates) / served, double(sb.candidates) / served, double(sa.examined) / served,
+              double(sb.examined) / served, double(sa.records) / served, double(sb.records) / served);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -337,6 +402,7 @@ int main(int argc, char** argv) {
     else if (a == "--walk") o.walk = next();
     else if (a == "--digest") o.digest = true;
     else if (a == "--gap-ms") o.gapMs = num(next());
+    else if (a == "--controls") o.controls = next();
     else if (a == "--attribute-bytes") o.attributeBytes = num(next());
     else if (a == "--attribute-rate") o.attributeRate = num(next());
     else if (a == "--kinds") o.kinds = true;
@@ -352,8 +418,13 @@ int main(int argc, char** argv) {
   }
   if (o.scenario != "uniform" && o.scenario != "town-square" && o.scenario != "crowd")
     usage(("--scenario must be uniform, town-square or crowd, received " + o.scenario).c_str());
-  if (o.mode != "pass" && o.mode != "snapshot" && o.mode != "gather" && o.mode != "wake" && o.mode != "pair" && o.mode != "state")
-    usage(("--mode must be pass, snapshot, gather, wake, pair or state, received " + o.mode).c_str());
+  if (o.mode != "pass" && o.mode != "snapshot" && o.mode != "gather" && o.mode != "wake" && o.mode != "pair" &&
+      o.mode != "state" && o.mode != "controls")
+    usage(("--mode must be pass, snapshot, gather, wake, pair, state or controls, received " + o.mode).c_str());
+  if (o.controls != "none" && o.controls != "meet" && o.controls != "filter" && o.controls != "groups" &&
+      o.controls != "weights" && o.controls != "weights1" && o.controls != "radii" && o.controls != "boost")
+    usage(("--controls must be none, meet, filter, groups, weights, radii or boost, received " + o.controls).c_str());
+  if (o.mode == "controls" && o.controls == "none") o.controls = "meet";
   if (o.ticks == 0) usage("--ticks must be at least 1");
   if (o.mode == "wake") return wakeLatency(o);
   ConfigInput in;
@@ -362,6 +433,7 @@ int main(int argc, char** argv) {
   in.denseCellThreshold = o.denseThreshold >= 1073741824.0 ? 1073741824.0 : o.denseThreshold;
   Config c = buildConfig(in);
   if (o.mode == "pair") return pairContention(o, c);
+  if (o.mode == "controls") return controlsOverhead(o, c);
   if (o.mode == "state") {
     // A viewer's first packets introduce its crowd a few first sightings at a time (each carries
     // its attributes): warm up past that by default.
@@ -369,6 +441,7 @@ int main(int argc, char** argv) {
     return stateComparison(o, c, buildConfig(StateWriter::input(in, o)));
   }
   Scene scene(o, c);
+  if (o.controls != "none") applyControls(scene, o.controls, c);
   World& w = scene.w;
   const uint32_t viewers = scene.viewers;
   ThreadPool pool(o.threads);

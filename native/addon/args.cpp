@@ -39,6 +39,14 @@ uint32_t idArg(const Napi::CallbackInfo& info, size_t i) {
   return static_cast<uint32_t>(v);
 }
 
+uint32_t groupsArg(const Napi::CallbackInfo& info, size_t i, const char* name) {
+  double v = numberArg(info, i, name);
+  if (!(v >= 0 && v <= 4294967295.0) || v != static_cast<double>(static_cast<uint32_t>(v)))
+    throw codedError(info.Env(), "ERR_SIGHTLINE_INVALID_ARGUMENT",
+                     std::string(name) + " must be an integer mask from 0 to 4294967295, received " + num(v));
+  return static_cast<uint32_t>(v);
+}
+
 int32_t rawArg(const Napi::CallbackInfo& info, size_t i, const char* name) {
   double v = numberArg(info, i, name);
   if (!(v >= -2147483648.0 && v <= 2147483647.0) || v != static_cast<double>(static_cast<int64_t>(v)))

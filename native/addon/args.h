@@ -22,6 +22,9 @@ double numberArg(const Napi::CallbackInfo& info, size_t i, const char* name);
 // Argument i as an entity id (an integer 0..2^32-1): ERR_SIGHTLINE_INVALID_ENTITY otherwise.
 uint32_t idArg(const Napi::CallbackInfo& info, size_t i);
 
+// Argument i as a visibility-groups mask (an integer 0..2^32-1): ERR_SIGHTLINE_INVALID_ARGUMENT otherwise.
+uint32_t groupsArg(const Napi::CallbackInfo& info, size_t i, const char* name);
+
 // Argument i as a raw coordinate (an integer within Int32): ERR_SIGHTLINE_INVALID_POSITION otherwise.
 int32_t rawArg(const Napi::CallbackInfo& info, size_t i, const char* name);
 

@@ -72,6 +72,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   Napi::Value ChangeViewer(const Napi::CallbackInfo& info);
   Napi::Value ViewerSettingsOf(const Napi::CallbackInfo& info);
   Napi::Value HasViewer(const Napi::CallbackInfo& info);
+  Napi::Value TeleportViewer(const Napi::CallbackInfo& info);
   Napi::Value ViewerCount(const Napi::CallbackInfo& info);
   Napi::Value ViewerIds(const Napi::CallbackInfo& info);
 
@@ -99,6 +100,9 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   Napi::Value Positions(const Napi::CallbackInfo& info);
   Napi::Value Fields(const Napi::CallbackInfo& info);
   Napi::Value Odometer(const Napi::CallbackInfo& info);
+  Napi::Value SetGroups(const Napi::CallbackInfo& info);
+  Napi::Value SetPriority(const Napi::CallbackInfo& info);
+  Napi::Value EntityInterest(const Napi::CallbackInfo& info);
   // native_world_state.cpp: kinds and attributes.
   Napi::Value SetKind(const Napi::CallbackInfo& info);
   Napi::Value KindOf(const Napi::CallbackInfo& info);

@@ -1,6 +1,8 @@
 // NativeWorld: spawn, despawn, slots, liveness, the position views and the odometer.
 #include "native_world.h"
 
+#include <string>
+
 #include "args.h"
 
 namespace sightline::addon {
@@ -31,6 +33,37 @@ Napi::Value NativeWorld::IsLive(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value NativeWorld::Positions(const Napi::CallbackInfo& info) { return positions_.Value(); }
+
+// setGroups(id, groups u32): from the next tick's snapshot on.
+Napi::Value NativeWorld::SetGroups(const Napi::CallbackInfo& info) {
+  uint32_t id = idArg(info, 0);
+  uint32_t groups = groupsArg(info, 1, "groups");
+  guarded(info.Env(), [&] { world_->entities().setGroups(id, groups); return 0; });
+  return info.Env().Undefined();
+}
+
+// setPriority(id, weight 1..16): from the next tick's snapshot on.
+Napi::Value NativeWorld::SetPriority(const Napi::CallbackInfo& info) {
+  uint32_t id = idArg(info, 0);
+  double w = numberArg(info, 1, "weight");
+  if (!(w >= 1 && w <= EntityStore::kMaxWeight) || w != double(uint32_t(w)))
+    throw codedError(info.Env(), "ERR_SIGHTLINE_INVALID_PRIORITY",
+                     "a priority weight must be an integer from 1 to " + std::to_string(EntityStore::kMaxWeight) +
+                         ", received " + num(w));
+  guarded(info.Env(), [&] { world_->entities().setWeight(id, uint32_t(w)); return 0; });
+  return info.Env().Undefined();
+}
+
+// entityInterest(id) -> [groups, weight] as last set.
+Napi::Value NativeWorld::EntityInterest(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint32_t id = idArg(info, 0);
+  uint32_t slot = guarded(env, [&] { return world_->entities().checkedSlot(id); });
+  Napi::Array a = Napi::Array::New(env, 2);
+  a.Set(uint32_t(0), Napi::Number::New(env, world_->entities().groups()[slot]));
+  a.Set(uint32_t(1), Napi::Number::New(env, world_->entities().weights()[slot]));
+  return a;
+}
 
 Napi::Value NativeWorld::Fields(const Napi::CallbackInfo& info) { return fields_.Value(); }
 

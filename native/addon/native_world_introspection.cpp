@@ -45,6 +45,7 @@ Napi::Value NativeWorld::Gather(const Napi::CallbackInfo& info) {
                      "radius must be an integer from 1 to the config's viewRadius (" + std::to_string(c.viewRadiusRaw) +
                          " raw), received " + num(radius));
   const int64_t r = radius == 0 ? c.viewRadiusRaw : int64_t(radius);
+  const uint32_t groups = info.Length() > 5 ? groupsArg(info, 5, "groups") : ~0u;
   if (vx != double(int64_t(vx)) || vy != double(int64_t(vy)) || std::abs(vx) > 4e15 || std::abs(vy) > 4e15)
     throw codedError(env, "ERR_SIGHTLINE_INVALID_POSITION", "x and y must be integer raw coordinates");
   uint32_t walkCap = cap >= 4294967295.0 || std::isinf(cap) ? UINT32_MAX : uint32_t(std::max(cap, 1.0));
@@ -54,7 +55,7 @@ Napi::Value NativeWorld::Gather(const Napi::CallbackInfo& info) {
   std::vector<uint32_t> outIndex(s.count() + kGatherSlack);
   std::vector<uint64_t> outIdOdo(s.count() + kGatherSlack);
   GatherResult g = gather(s, GatherQuery{int64_t(vx), int64_t(vy), uint64_t(r) * uint64_t(r), uint32_t((r + c.cellRaw - 1) / c.cellRaw),
-                                      walkCap, exclude},
+                                      walkCap, exclude, groups},
                           Candidates{outD2.data(), outIndex.data(), outIdOdo.data()});
   Napi::Uint32Array ids = Napi::Uint32Array::New(env, g.count);
   Napi::Float64Array d2 = Napi::Float64Array::New(env, g.count);

@@ -137,8 +137,9 @@ Napi::Value NativeWorld::finishTick(Napi::Env env) {
       double(s.served), double(s.skippedNotDue), double(s.skippedAvatarGone), double(s.skippedOutsideRegion),
       double(s.candidates), double(s.examined), double(s.eligible), double(s.records), double(s.newGhosts),
       double(s.despawns), double(s.bytes), double(s.ghostTableFull), double(s.pressureEvictions),
-      double(s.subscriptionChanges), double(s.events), double(s.eventBytes), double(s.kinds), double(s.attributes),
-      double(s.attributeBytes), double(snap.count()),
+      double(s.hiddenDepartures), double(s.selfRecords), double(s.teleports), double(s.teleportDepartures),
+      double(s.subscriptionChanges), double(s.events), double(s.eventBytes), double(s.kinds),
+      double(s.attributes), double(s.attributeBytes), double(snap.count()),
       double(snap.outsideRegion()), double(snap.denseCells()), w.odometerMicros, w.snapshotMicros, w.passMicros,
   };
   static_assert(std::size(meta) == std::size(kTickMetaFields), "one value per field of kTickMetaFields");

@@ -22,7 +22,7 @@ uint32_t viewerOption(Napi::Env env, double v, const char* name, double lo, doub
 }
 }  // namespace
 
-// addViewer(id, payloadBytes, sendPeriod, acks, viewRadiusRaw)
+// addViewer(id, payloadBytes, sendPeriod, acks, viewRadiusRaw, groups, self, teleportRaw)
 Napi::Value NativeWorld::AddViewer(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   uint32_t id = idArg(info, 0);
@@ -34,7 +34,11 @@ Napi::Value NativeWorld::AddViewer(const Napi::CallbackInfo& info) {
   bool acks = info.Length() > 3 && info[3].IsBoolean() && info[3].As<Napi::Boolean>().Value();
   double radius = info.Length() > 4 && info[4].IsNumber() ? info[4].As<Napi::Number>().DoubleValue() : 0;
   if (radius != 0) viewerOption(env, radius, "viewRadius (raw)", 1, double(c.viewRadiusRaw), " raw units");
-  ViewerOptions opts{uint32_t(payload), uint32_t(period), acks, int64_t(radius)};
+  const uint32_t groups = info.Length() > 5 ? groupsArg(info, 5, "groups") : ~0u;
+  const bool self = info.Length() > 6 && info[6].IsBoolean() && info[6].As<Napi::Boolean>().Value();
+  const double teleport = info.Length() > 7 && info[7].IsNumber() ? info[7].As<Napi::Number>().DoubleValue() : 0;
+  if (teleport != 0) viewerOption(env, teleport, "teleportDistance (raw)", 1, double(c.regionRaw), " raw units");
+  ViewerOptions opts{uint32_t(payload), uint32_t(period), acks, int64_t(radius), groups, self, int64_t(teleport)};
   if (!running_) {
     guarded(env, [&] { world_->addViewer(id, opts); return 0; });
     reportMemory(env);
@@ -88,8 +92,9 @@ Napi::Value NativeWorld::RemoveViewer(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// changeViewer(id, what, sendPeriod, payloadBytes, viewRadiusRaw): the settings named in `what`
-// (ViewerChange::Field bits); during a pass checked now and applied when it ends.
+// changeViewer(id, what, sendPeriod, payloadBytes, viewRadiusRaw, groups, boostFactor, boostIds):
+// the settings named in `what` (ViewerChange::Field bits); during a pass checked now and applied
+// when it ends.
 Napi::Value NativeWorld::ChangeViewer(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   uint32_t id = idArg(info, 0);
@@ -105,6 +110,17 @@ Napi::Value NativeWorld::ChangeViewer(const Napi::CallbackInfo& info) {
   if (what & ViewerChange::kViewRadius)
     change.to.viewRadiusRaw = viewerOption(env, numberArg(info, 4, "viewRadius"), "viewRadius (raw)", 1,
                                            double(c.viewRadiusRaw), " raw units");
+  if (what & ViewerChange::kGroups) change.to.groups = groupsArg(info, 5, "groups");
+  if (what & ViewerChange::kBoost) {
+    change.to.boostFactor = viewerOption(env, numberArg(info, 6, "boost factor"), "boost factor", 1, kMaxBoostFactor, "");
+    if (info.Length() <= 7 || !info[7].IsTypedArray() || info[7].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array)
+      throw codedError(env, "ERR_SIGHTLINE_INVALID_ARGUMENT", "the boost set must be a Uint32Array of entity ids");
+    Napi::Uint32Array ids = info[7].As<Napi::Uint32Array>();
+    if (ids.ElementLength() > kMaxBoosted)
+      throw codedError(env, "ERR_SIGHTLINE_INVALID_VIEWER_OPTION", "a boost set holds at most " + std::to_string(kMaxBoosted) +
+                                                                       " entities, received " + std::to_string(ids.ElementLength()));
+    guarded(env, [&] { change.boost.assign(ids.Data(), ids.Data() + ids.ElementLength()); return 0; });
+  }
   Viewer* v = running_ ? effectiveViewer(id) : (world_->hasViewer(id) ? &world_->viewerMutable(id) : nullptr);
   if (v == nullptr)
     throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(id) + " is not a viewer");
@@ -141,7 +157,24 @@ Napi::Value NativeWorld::ViewerSettingsOf(const Napi::CallbackInfo& info) {
   o.Set("sendPeriod", Napi::Number::New(env, v->asked.sendPeriod));
   o.Set("viewRadius", Napi::Number::New(env, double(v->asked.viewRadiusRaw)));
   o.Set("acks", Napi::Boolean::New(env, v->ackLog != nullptr));
+  o.Set("groups", Napi::Number::New(env, v->asked.groups));
+  o.Set("boostFactor", Napi::Number::New(env, v->asked.boostFactor));
+  Napi::Uint32Array boost = Napi::Uint32Array::New(env, v->askedBoost.size());
+  for (size_t i = 0; i < v->askedBoost.size(); ++i) boost[i] = v->askedBoost[i];
+  o.Set("boost", boost);
   return o;
+}
+
+// teleportViewer(id): its next pass is a teleport (World::teleportViewer); during a pass too, on the
+// viewer as it will be once the queued changes apply.
+Napi::Value NativeWorld::TeleportViewer(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint32_t id = idArg(info, 0);
+  Viewer* v = effectiveViewer(id);
+  if (v == nullptr)
+    throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(id) + " is not a viewer");
+  v->teleportAsked = true;
+  return env.Undefined();
 }
 
 Napi::Value NativeWorld::HasViewer(const Napi::CallbackInfo& info) {

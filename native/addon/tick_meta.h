@@ -9,7 +9,8 @@ namespace sightline::addon {
 inline constexpr const char* kTickMetaFields[] = {
     "tick", "count", "views", "served", "skippedNotDue", "skippedAvatarGone", "skippedOutsideRegion", "candidates",
     "examined", "eligible", "records", "newGhosts", "despawns", "bytes", "ghostTableFull", "pressureEvictions",
-    "subscriptionChanges", "events", "eventBytes", "kinds", "attributes", "attributeBytes", "entities", "outsideRegion", "denseCells", "odometerMicros",
+    "hiddenDepartures", "selfRecords", "teleports", "teleportDepartures", "subscriptionChanges", "events", "eventBytes", "kinds", "attributes", "attributeBytes", "entities",
+    "outsideRegion", "denseCells", "odometerMicros",
     "snapshotMicros", "passMicros",
 };
 

@@ -19,6 +19,8 @@ EntityStore::EntityStore(uint32_t capacity, const StoreSchema& schema)
       odometerBase_(capacity),
       generation_(capacity),
       alive_(capacity),
+      groups_(capacity, ~0u),
+      weights_(capacity, 1),
       wrapped_(capacity),
       fresh_(capacity),
       freeRing_(capacity),
@@ -83,6 +85,8 @@ uint32_t EntityStore::spawn(int32_t x, int32_t y, int32_t z, uint16_t kind) {
   for (size_t k = 0; k < fieldSpecs_.size(); ++k) fieldValues_[k * size_t{capacity_} + slot] = 0;
   alive_[slot] = 1;
   fresh_[slot] = 1;
+  groups_[slot] = ~0u;
+  weights_[slot] = 1;
   odometer_[slot] += kSpawnOdometerStep;  // wraps by design
   odometerBase_[slot] = odometer_[slot];
   kind_[slot] = kind;
@@ -150,9 +154,22 @@ void EntityStore::despawn(uint32_t id) {
   --liveCount_;
 }
 
+void EntityStore::setGroups(uint32_t id, uint32_t groups) {
+  groups_[checkedSlot(id)] = groups;
+  groupsEverSet_ = true;
+}
+
+void EntityStore::setWeight(uint32_t id, uint32_t weight) {
+  const uint32_t slot = checkedSlot(id);
+  if (weight < 1 || weight > kMaxWeight)
+    throw CoreError("ERR_SIGHTLINE_INVALID_PRIORITY", "a priority weight must be an integer from 1 to " +
+                                                          std::to_string(kMaxWeight) + ", received " + std::to_string(weight));
+  weights_[slot] = uint8_t(weight);
+}
+
 uint64_t EntityStore::memoryBytes() const {
-  const uint64_t perSlot = sizeof(int32_t) * 3 /* prev_ */ + sizeof(uint32_t) * 3 /* odometer, base, free ring */ +
-                           sizeof(uint16_t) + 3 /* alive, wrapped, fresh */ + (owned_ ? sizeof(int32_t) * 3 : 0) +
+  const uint64_t perSlot = sizeof(int32_t) * 3 /* prev_ */ + sizeof(uint32_t) * 4 /* odometer, base, free ring, groups */ +
+                           sizeof(uint16_t) + 4 /* alive, wrapped, fresh, weight */ + (owned_ ? sizeof(int32_t) * 3 : 0) +
                            sizeof(uint16_t) + 1 + 2 * sizeof(uint32_t) /* kind, state flags, kind and attribute marks */ +
                            (fieldSpecs_.empty() ? 0 : 2 * sizeof(uint64_t) + (fieldOwned_ ? sizeof(int32_t) * fieldSpecs_.size() : 0));
   return uint64_t{capacity_} * perSlot + attributes_.memoryBytes();

@@ -106,6 +106,19 @@ class EntityStore {
   // Raw units travelled by the entity in `slot` since it spawned (wrapping at 2^32).
   uint32_t travelled(uint32_t slot) const { return odometer_[slot] - odometerBase_[slot]; }
 
+  // Visibility groups (a 32-bit mask; default every group, ~0u) and priority weight (1 to
+  // kMaxWeight; default 1) of an entity, by slot. An entity is a candidate of a viewer only where
+  // their groups meet (entity & viewer != 0); its score is multiplied by its weight for every
+  // viewer. Read by the snapshot once per tick. setGroups/setWeight throw like checkedSlot
+  // (ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_ENTITY) and, for a weight out of range,
+  // ERR_SIGHTLINE_INVALID_PRIORITY; they change nothing then.
+  static constexpr uint32_t kMaxWeight = 16;
+  void setGroups(uint32_t id, uint32_t groups);
+  void setWeight(uint32_t id, uint32_t weight);
+  const uint32_t* groups() const { return groups_.data(); }
+  bool groupsEverSet() const { return groupsEverSet_; }
+  const uint8_t* weights() const { return weights_.data(); }
+
   int32_t* x() { return x_; }
   int32_t* y() { return y_; }
   int32_t* z() { return z_; }
@@ -129,6 +142,8 @@ class EntityStore {
   std::vector<uint32_t> odometerBase_;  // odometer_ when the slot's entity spawned
   std::vector<uint16_t> generation_;
   std::vector<uint8_t> alive_;
+  std::vector<uint32_t> groups_;
+  std::vector<uint8_t> weights_;
   std::vector<uint8_t> wrapped_;  // per slot: its generation has wrapped (every generation was issued)
   std::vector<uint8_t> fresh_;
   std::vector<uint32_t> freeRing_;  // FIFO of freed slots (see kReuseAfter)
@@ -150,6 +165,7 @@ class EntityStore {
   uint32_t freeHead_ = 0, freeCount_ = 0;
   uint32_t highWater_ = 0;
   uint32_t liveCount_ = 0;
+  bool groupsEverSet_ = false;
 };
 
 }  // namespace sightline

@@ -13,9 +13,12 @@ namespace sightline {
 
 namespace {
 
+// kGroups: keep only entities whose groups meet vg (the viewer's).
+template <bool kGroups>
 inline uint32_t scanRange(const Snapshot& snap, uint32_t b, uint32_t e, int64_t vx, int64_t vy, uint64_t r2,
-                          uint32_t exclude, Candidates out, uint32_t n) {
+                          uint32_t exclude, uint32_t vg, Candidates out, uint32_t n) {
   const SnapEntity* es = snap.ents.data();
+  const uint32_t* gs = snap.groups.data();
   for (uint32_t i = b; i < e; ++i) {
     int64_t dx = es[i].x - vx, dy = es[i].y - vy;
     uint64_t d2 = static_cast<uint64_t>(dx * dx) + static_cast<uint64_t>(dy * dy);
@@ -23,7 +26,9 @@ inline uint32_t scanRange(const Snapshot& snap, uint32_t b, uint32_t e, int64_t 
     out.d2[n] = d2;
     out.index[n] = i;
     out.idOdo[n] = uint64_t{es[i].id} | uint64_t{es[i].odo} << 32;
-    n += static_cast<uint32_t>((d2 <= r2) & (es[i].id != exclude));
+    bool keep = (d2 <= r2) & (es[i].id != exclude);
+    if constexpr (kGroups) keep &= (gs[i] & vg) != 0;
+    n += static_cast<uint32_t>(keep);
   }
   return n;
 }
@@ -36,10 +41,13 @@ inline uint32_t scanRange(const Snapshot& snap, uint32_t b, uint32_t e, int64_t 
 // records; their x and y are widened to 64 bits, so d2 is computed exactly as above (low 64 bits
 // of the products). Kept lanes are packed by compress and stored whole: up to 8 entries past n are
 // written (the arrays' slack), as the scalar loop writes one.
-SIGHTLINE_TARGET_AVX512
-uint32_t scanRange512(const Snapshot& snap, uint32_t b, uint32_t e, int64_t vx, int64_t vy, uint64_t r2,
-                      uint32_t exclude, Candidates out, uint32_t n) {
+// kGroups: the 8 entities' groups (one 32-byte load) are tested against vg, one AND.
+template <bool kGroups>
+SIGHTLINE_TARGET_AVX512 uint32_t scanRange512(const Snapshot& snap, uint32_t b, uint32_t e, int64_t vx, int64_t vy,
+                                              uint64_t r2, uint32_t exclude, uint32_t vg, Candidates out, uint32_t n) {
   const int32_t* words = reinterpret_cast<const int32_t*>(snap.ents.data());
+  const uint32_t* gs = snap.groups.data();
+  const __m256i vvg = _mm256_set1_epi32(int32_t(vg));
   const __m512i xyLanes = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
   const __m512i idOdoLanes = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);  // qword 1 of each record
   const __m512i vvx = _mm512_set1_epi64(vx), vvy = _mm512_set1_epi64(vy), vr2 = _mm512_set1_epi64(int64_t(r2));
@@ -66,6 +74,7 @@ uint32_t scanRange512(const Snapshot& snap, uint32_t b, uint32_t e, int64_t vx, 
     __m512i dy = _mm512_sub_epi64(_mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(xy, 1)), vvy);
     __m512i d2 = _mm512_add_epi64(_mm512_mullo_epi64(dx, dx), _mm512_mullo_epi64(dy, dy));
     __mmask8 keep = _mm512_mask_cmple_epu64_mask(live, d2, vr2) & _mm256_cmpneq_epi32_mask(ids, vex);
+    if constexpr (kGroups) keep &= _mm256_test_epi32_mask(_mm256_maskz_loadu_epi32(live, gs + i), vvg);
     _mm512_storeu_si512(out.d2 + n, _mm512_maskz_compress_epi64(keep, d2));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.index + n), _mm256_maskz_compress_epi32(keep, index));
     _mm512_storeu_si512(out.idOdo + n, _mm512_maskz_compress_epi64(keep, idOdo));
@@ -100,7 +109,10 @@ inline void nearestSubCellsFirst(const uint8_t* order, uint32_t lead, uint32_t S
 
 }  // namespace
 
-GatherResult gather(const Snapshot& snap, const GatherQuery& q, Candidates out) {
+namespace {
+
+template <bool kGroups>
+GatherResult gatherWith(const Snapshot& snap, const GatherQuery& q, Candidates out) {
   const Config& c = snap.config();
   const Grid& g = snap.grid();
   const int64_t vx = q.vx, vy = q.vy;
@@ -112,12 +124,17 @@ GatherResult gather(const Snapshot& snap, const GatherQuery& q, Candidates out) 
   GatherResult r{0, 0};
   if (box.empty()) return r;
   uint32_t n = 0, examined = 0;
+  const uint32_t vg = q.groups;
 #if SIGHTLINE_AVX512
   const bool vec = simdEnabled();
-  auto scanRange = [vec](const Snapshot& sn, uint32_t b, uint32_t e, int64_t x, int64_t y, uint64_t rr, uint32_t ex,
-                         Candidates o, uint32_t k) {
-    return vec ? scanRange512(sn, b, e, x, y, rr, ex, o, k) : sightline::scanRange(sn, b, e, x, y, rr, ex, o, k);
+  auto scanRange = [vec, vg](const Snapshot& sn, uint32_t b, uint32_t e, int64_t x, int64_t y, uint64_t rr, uint32_t ex,
+                             Candidates o, uint32_t k) {
+    return vec ? scanRange512<kGroups>(sn, b, e, x, y, rr, ex, vg, o, k)
+               : sightline::scanRange<kGroups>(sn, b, e, x, y, rr, ex, vg, o, k);
   };
+#else
+  auto scanRange = [vg](const Snapshot& sn, uint32_t b, uint32_t e, int64_t x, int64_t y, uint64_t rr, uint32_t ex,
+                        Candidates o, uint32_t k) { return sightline::scanRange<kGroups>(sn, b, e, x, y, rr, ex, vg, o, k); };
 #endif
   // When the box holds no more than walkCap entities the cap cannot bind and every cell is scanned:
   // the box is then read row by row, a row of cells being one range of the snapshot.
@@ -190,6 +207,12 @@ GatherResult gather(const Snapshot& snap, const GatherQuery& q, Candidates out) 
   r.count = n;
   r.examined = examined;
   return r;
+}
+
+}  // namespace
+
+GatherResult gather(const Snapshot& snap, const GatherQuery& q, Candidates out) {
+  return snap.groupsInUse || q.groups != ~0u ? gatherWith<true>(snap, q, out) : gatherWith<false>(snap, q, out);
 }
 
 }  // namespace sightline

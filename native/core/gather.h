@@ -41,14 +41,17 @@ struct GatherResult {
 
 // One viewer's walk: where it stands (raw, any position, inside the region or not), its view radius
 // (squared, raw^2) and the cell radius of its subscription box (at most the config's; the box
-// must cover the radius: cellRadius x cellRaw >= the radius), the walk cap, and an entity id left
-// out (the avatar), or UINT32_MAX.
+// must cover the radius: cellRadius x cellRaw >= the radius), the walk cap, an entity id left
+// out (the avatar) or UINT32_MAX, and its visibility groups: an entity is a candidate only where
+// its groups meet them (entity & viewer != 0; one AND in the scan, skipped when every entity has
+// every group and so does the viewer).
 struct GatherQuery {
   int64_t vx, vy;
   uint64_t radiusSq;
   uint32_t cellRadius;
   uint32_t walkCap;
   uint32_t exclude;
+  uint32_t groups = ~0u;
 };
 
 // `out`'s arrays must hold snapshot.count() + kGatherSlack entries.

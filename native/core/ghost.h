@@ -32,6 +32,8 @@ enum GhostFlags : uint8_t {
   kQueued = 1,  // present in the despawn queue
   kUnheld = 2,  // acks: the packet that announced it was lost for certain; the client most likely
                 // does not hold it, so it is announced again (as new) when eligible
+  kBoosted = 4,  // in the viewer's boost set: its score is multiplied by the viewer's boost factor
+                 // (a flag, so that scoring looks the set up only for entries off the common path)
 };
 
 struct GhostEntry {
@@ -39,7 +41,7 @@ struct GhostEntry {
   uint32_t mark;      // odometer total at last send (raw units, wrapping)
   uint16_t lastSeen;  // the viewer's pass (mod 2^16) it was last eligible or announced on
   uint8_t state;      // GhostState
-  uint8_t flags;      // kQueued | kUnheld
+  uint8_t flags;      // kQueued | kUnheld | kBoosted
 };
 static_assert(sizeof(GhostEntry) == 12, "ghost entries are 12 bytes");
 
@@ -140,6 +142,11 @@ class GhostTable {
   void enqueue(uint32_t id) { queue_[(qHead_ + qCount_++) % capacity_] = id; }
   uint32_t queueFront() const { return queue_[qHead_]; }
   void dequeue() { qHead_ = (qHead_ + 1) % capacity_, --qCount_; }
+  // Puts id at the front: its despawn goes out before those queued earlier.
+  void enqueueFront(uint32_t id) {
+    qHead_ = (qHead_ + capacity_ - 1) % capacity_, ++qCount_;
+    queue_[qHead_] = id;
+  }
   // Moves the front to the back (a despawn that did not fit this packet keeps its order).
   void requeueFront() { uint32_t id = queueFront(); dequeue(); enqueue(id); }
 

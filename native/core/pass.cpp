@@ -21,6 +21,7 @@ namespace {
 // not held (new), announced again (its announcement was lost: unheld), or
 // held with something pending (departing: revived; queued). Stamps a held entry with this pass.
 // Returns drift | fresh << 32.
+// Returns drift | fresh << 32 | boosted << 33 (boosted: the entry is flagged kBoosted).
 __attribute__((noinline)) uint64_t driftOfOther(GhostTable& gt, int32_t e, uint32_t odo, uint16_t pass,
                                                 uint32_t newDrift) {
   if (e < 0) return uint64_t{newDrift} | uint64_t{1} << 32;
@@ -29,8 +30,9 @@ __attribute__((noinline)) uint64_t driftOfOther(GhostTable& gt, int32_t e, uint3
   const uint32_t mark = ge.mark;
   ge.lastSeen = pass;
   if (state == kDeparting) ge.state = kLive;
-  if (flags & kUnheld) return uint64_t{newDrift} | uint64_t{1} << 32;
-  return odo - mark;
+  const uint64_t boosted = uint64_t{(flags & kBoosted) != 0} << 33;
+  if (flags & kUnheld) return uint64_t{newDrift} | uint64_t{1} << 32 | boosted;
+  return (odo - mark) | boosted;
 }
 
 // The update records of the chosen candidates, in packet order: sc[chosen[i]] for i < take, or
@@ -138,7 +140,7 @@ void World::serve(Viewer& v, Scratch& s) {
   const uint64_t* candD2 = s.candD2.data();
   const uint32_t* candIndex = s.candIndex.data();
   const uint64_t* candIdOdo = s.candIdOdo.data();
-  GatherResult g = gather(snap, GatherQuery{v.vx, v.vy, v.viewRadiusSq, v.cellRadius, walkCap_, v.avatarId},
+  GatherResult g = gather(snap, GatherQuery{v.vx, v.vy, v.viewRadiusSq, v.cellRadius, walkCap_, v.avatarId, v.groups},
                           Candidates{s.candD2.data(), s.candIndex.data(), s.candIdOdo.data()});
   st.candidates += g.count;
   st.examined += g.examined;
@@ -185,6 +187,8 @@ void World::serve(Viewer& v, Scratch& s) {
   };
   depart(s.stale.data(), gt.stale(pass, c.graceTicks, s.stale.data()));
   const GhostLookup::Loaded lookup = s.lookup.load(gt);
+  if (v.groupsScan || v.groupsFrom != v.groupsTo) departHidden(v, s, lookup);
+  if (v.teleporting) departFar(v, s);
 
   // Score: drift x weight[band]; drift = odometer now - mark (wrapping), or newDrift when the
   // client does not hold it. Held ghosts are stamped with this pass (and revived if departing).
@@ -193,6 +197,17 @@ void World::serve(Viewer& v, Scratch& s) {
   uint64_t* scores = s.scores.data();
   GhostEntry* const entries = &gt.at(0);
   const uint32_t* const weights = c.bandWeights.data();
+  // Priority: each entity's weight, and the viewer's boost of the entities in its set: held ones
+  // are flagged in their entries (kBoosted, off the common path), new ones found by slot in this
+  // worker's map, marked for as long as the viewer is served.
+  const uint8_t* const entityWeights = snap.weights.data();
+  const bool entityWeighted = snap.weightsInUse;
+  uint32_t* const boostIds = s.boostIds.data();
+  const bool boosting = !v.boost.empty();
+  const uint64_t boostFactor = v.boostFactor;
+  if (boosting)
+    for (uint32_t id : v.boost)
+      if (slotOfId(id) < s.boostIds.size()) boostIds[slotOfId(id)] = id;
   uint32_t m = 0, newPositive = 0;
   // Kinds and attributes in use: the fresh candidates (new, or announced again) and the most a
   // first sighting of one adds to the packet (its kind record and attribute entry).
@@ -206,6 +221,7 @@ void World::serve(Viewer& v, Scratch& s) {
     const uint64_t idOdo = candIdOdo[i];
     const uint32_t id = candIdOf(idOdo);
     uint32_t drift, fresh = 0;
+    bool boosted = false;
     int32_t e = int32_t(w) - 1;
     if (w != 0 && entries[w - 1].id == id && (entries[w - 1].state | entries[w - 1].flags) == 0) [[likely]] {
       GhostEntry& ge = entries[w - 1];
@@ -213,17 +229,24 @@ void World::serve(Viewer& v, Scratch& s) {
       ge.lastSeen = pass;
     } else if (w == 0) {  // not held (the map has no entry of its slot): new
       drift = c.newDrift, fresh = 1;
+      boosted = boosting && boostIds[slotOfId(id)] == id;
       gt.prefetchIndex(id);  // it may be inserted
       ++newPositive;  // undone below when its score is zero
     } else {
       e = lookup.resolve(w, id);
       const uint64_t r = driftOfOther(gt, e, candOdoOf(idOdo), pass, c.newDrift);
-      drift = uint32_t(r), fresh = uint32_t(r >> 32);
+      drift = uint32_t(r), fresh = uint32_t(r >> 32) & 1;
+      boosted = e < 0 ? boosting && boostIds[slotOfId(id)] == id : (r >> 33) != 0;
       if (e < 0) gt.prefetchIndex(id);  // it may be inserted
       newPositive += e < 0;  // undone below when its score is zero
     }
-    // band = ilog2(d2). drift < 2^32 and weight < 2^32: the product fits in 64 bits (never saturates).
-    const uint64_t score = uint64_t{drift} * weights[ilog2(candD2[i])];
+    // band = ilog2(d2). drift < 2^32 and weight < 2^32: the product fits in 64 bits. Times the
+    // entity's weight and the viewer's boost (at most 16 x 16) it may not: it saturates.
+    uint64_t score = uint64_t{drift} * weights[ilog2(candD2[i])];
+    if (entityWeighted || boosted) {
+      const uint64_t f = (entityWeighted ? entityWeights[candIndex[i]] : 1u) * (boosted ? boostFactor : 1u);
+      if (__builtin_mul_overflow(score, f, &score)) score = UINT64_MAX;
+    }
     if (score == 0) {  // the cut at the first zero score: unmoved since last sent
       newPositive -= e < 0;
       return;
@@ -264,14 +287,17 @@ void World::serve(Viewer& v, Scratch& s) {
     for (uint32_t u = 0; u < unstampedCount; ++u) {
       const uint32_t k = unstamped[u];
       const GhostEntry& ge = entries[k];
-      if (ge.flags != 0) continue;
+      if ((ge.flags & ~kBoosted) != 0) continue;
       const int32_t idx = snap.indexOf(ge.id);
       if (idx < 0) continue;
       const SnapEntity se = ents[idx];
       const int64_t dx = se.x - int64_t{v.vx}, dy = se.y - int64_t{v.vy};
       const uint64_t d2 = static_cast<uint64_t>(dx * dx) + static_cast<uint64_t>(dy * dy);
       if (d2 > v.viewRadiusSq) continue;
-      const uint64_t score = uint64_t{se.odo - ge.mark} * weights[ilog2(d2)];
+      // A ghost the viewer may no longer see has departed above (departHidden): it is not live.
+      uint64_t score = uint64_t{se.odo - ge.mark} * weights[ilog2(d2)];
+      const uint64_t f = uint64_t{entityWeights[idx]} * ((ge.flags & kBoosted) ? boostFactor : 1u);
+      if (f != 1 && __builtin_mul_overflow(score, f, &score)) score = UINT64_MAX;
       if (score == 0) continue;
       cd2[q] = d2, cix[q] = uint32_t(idx), cio[q] = uint64_t{se.id} | uint64_t{se.odo} << 32;
       scores[m] = score;
@@ -400,7 +426,23 @@ void World::serve(Viewer& v, Scratch& s) {
   // first sighting carries its kind and attributes in its own packet, so fresh candidates are
   // admitted only as many as the sections' floor holds, and kind records that did not fit the last
   // packet get room in this one.
-  const uint32_t stateBytes = budget.stateBytes - despawns * kDespawnRecordBytes;
+  // The self record (ViewerOptions::self): the avatar's own, first of the updates, whenever it moved
+  // or its last one was lost, when a record fits after the despawns. Not a ghost: no kind or
+  // attributes ride with it.
+  uint32_t stateBytes = budget.stateBytes - despawns * kDespawnRecordBytes;
+  uint32_t selfRecords = 0;
+  if (v.self && stateBytes >= c.recordBytes) {
+    const int32_t si = snap.indexOf(v.avatarId);
+    if (si >= 0 && (v.selfPending || ents[si].odo != v.selfMark)) {
+      writeUpdate(p, v.avatarId, snap.packed[si]);
+      if (c.fieldBytes) writeFields(p + kRecordBytes, snap.fields[si], c.fieldBytes, false);
+      p += c.recordBytes;
+      v.selfMark = ents[si].odo, v.selfPending = false;
+      selfRecords = 1;
+      stateBytes -= c.recordBytes;
+      ++st.selfRecords;
+    }
+  }
   const uint32_t tableRoom = gt.capacity() - gt.size();
   uint32_t room = tableRoom;
   uint32_t newCount = newPositive;
@@ -520,7 +562,7 @@ void World::serve(Viewer& v, Scratch& s) {
   const uint32_t sectionRoom = stateBytes - take * c.recordBytes;
   const uint16_t* const slotKind = stateOn ? snap.slotKind.data() : nullptr;
   uint8_t* const logFlags = log ? log->updateFlags.data() + size_t{logSlot} * log->maxUpdates : nullptr;
-  if (logFlags) std::memset(logFlags, 0, take);
+  if (logFlags) std::memset(logFlags, 0, take + selfRecords);
   // A first sighting's kind record (unless its kind is 0) and attributes (once it has some); the
   // floor kept the room for them. Were it short, attributes would be queued and a kind announced again.
   auto announce = [&](uint32_t e, uint32_t id, uint32_t at) {
@@ -547,6 +589,7 @@ void World::serve(Viewer& v, Scratch& s) {
     if (r.entry < 0) {
       const uint32_t e = gt.insert(se.id, se.odo, pass);
       if (log) gt.ackAt(e).born = v.passes;
+      if (boosting && boostIds[slotOfId(se.id)] == se.id) gt.at(e).flags = kBoosted;
       r.entry = int16_t(e);  // for the loop below
     } else {
       GhostEntry& ge = gt.at(uint32_t(r.entry));
@@ -614,8 +657,17 @@ void World::serve(Viewer& v, Scratch& s) {
       }
     }
   }
-  st.records += take;
+  // The self record is logged after the others (a lost one is sent again: resolvePacket).
+  if (log && selfRecords) {
+    log->updateIds[size_t{logSlot} * log->maxUpdates + take] = v.avatarId;
+    log->updateMarks[size_t{logSlot} * log->maxUpdates + take] = v.selfMark;
+  }
+  st.records += take + selfRecords;
   st.newGhosts += newGhosts;
+
+  if (boosting)
+    for (uint32_t id : v.boost)
+      if (slotOfId(id) < s.boostIds.size()) boostIds[slotOfId(id)] = slotOfId(id) ^ 1u;
 
   // Remove the despawned entries, highest index first so earlier indices stay valid.
   std::sort(s.removals.data(), s.removals.data() + removals, std::greater<uint32_t>());
@@ -623,12 +675,12 @@ void World::serve(Viewer& v, Scratch& s) {
 
   if (log) {
     AckLog::Packet& lp = log->packets[logSlot];
-    lp.pass = v.passes, lp.sequence = v.sequence, lp.updates = uint16_t(take), lp.despawns = uint16_t(despawns), lp.used = 1;
+    lp.pass = v.passes, lp.sequence = v.sequence, lp.updates = uint16_t(take + selfRecords), lp.despawns = uint16_t(despawns), lp.used = 1;
     lp.probablyLost = 0;  // left over from the packet that used the slot before
     lp.firstEvent = firstEvent, lp.events = uint8_t(eventCount);
     lp.attributes = uint16_t(sections.attributeCount());
   }
-  writeHeader(out, PacketHeader{v.sequence++, tick_, uint16_t(despawns), uint16_t(take), flags});
+  writeHeader(out, PacketHeader{v.sequence++, tick_, uint16_t(despawns), uint16_t(take + selfRecords), flags});
   v.outLength = uint32_t(p - out);
   st.bytes += v.outLength;
 }

@@ -119,7 +119,9 @@ Grid::Grid(const Config& c) : cellRadius(c.cellRadius), S(c.subGridDivisions) {
 }
 
 uint64_t Snapshot::memoryBytes() const {
-  return vectorBytes(cellStart) + vectorBytes(denseIndex) + vectorBytes(dense) + vectorBytes(subStart) + vectorBytes(ents) + vectorBytes(packed) + vectorBytes(slotIndex) +
+  return vectorBytes(cellStart) + vectorBytes(denseIndex) + vectorBytes(dense) + vectorBytes(subStart) + vectorBytes(ents) +
+         vectorBytes(packed) + vectorBytes(slotIndex) + vectorBytes(groups) + vectorBytes(weights) + vectorBytes(slotGroups) +
+         vectorBytes(groupsChanged) + vectorBytes(tmpGroups_) + vectorBytes(tmpWeights_) +
          vectorBytes(slotCell_) + vectorBytes(cursor_) + vectorBytes(tmpEnts_) + vectorBytes(tmpPacked_) + vectorBytes(slotPacked_) +
          vectorBytes(grid_.ringDx) + vectorBytes(grid_.ringDy) + vectorBytes(grid_.ringEnd) + vectorBytes(grid_.sub[0].order) +
          vectorBytes(grid_.sub[1].order) + vectorBytes(fields) + vectorBytes(tmpFields_) + vectorBytes(stateMarks) +
@@ -138,7 +140,15 @@ void Snapshot::plan(const EntityStore& store) {
   const int shift = c.cellShift;
   const uint32_t cpa = c.cellsPerAxis;
 
-  if (slotCell_.size() < hw) slotCell_.resize(store.capacity()), slotPacked_.resize(store.capacity());
+  // Each array checked on its own: an allocation that throws leaves the others as they were, and
+  // the next plan() makes what is still missing.
+  auto atLeast = [](auto& v, size_t n, size_t size) {
+    if (v.size() < n) v.resize(size);
+  };
+  atLeast(slotCell_, hw, store.capacity());
+  atLeast(slotPacked_, hw, store.capacity());
+  if (slotGroups.size() < hw) slotGroups.resize(store.capacity(), ~0u);
+  atLeast(groupsChanged, hw, store.capacity());
   // Kinds and attributes, once either is in use (which only a call from the game changes, never
   // the tick between plan and fill).
   const bool state = store.stateInUse();
@@ -164,12 +174,13 @@ void Snapshot::plan(const EntityStore& store) {
   planned_ = n, plannedOutside_ = outside, plannedHighWater_ = hw;
 
   // Room for the entities, and for the dense cells' sub-grids at the finer of the two levels.
+  const size_t cap = std::max<size_t>(n, store.capacity());
+  atLeast(ents, n, cap);
+  atLeast(packed, n, cap);
+  atLeast(groups, n, cap);
+  atLeast(weights, n, cap);
   const bool hasFields = store.fieldCount() > 0;
-  if (ents.size() < n) {
-    size_t cap = std::max<size_t>(n, store.capacity());
-    ents.resize(cap), packed.resize(cap);
-    if (hasFields) fields.resize(cap);
-  }
+  if (hasFields) atLeast(fields, n, cap);
   if (state && stateMarks.size() < ents.size()) stateMarks.resize(ents.size());
   uint32_t denseCount = 0, largestDense = 0;
   for (uint32_t cell = 0; cell < c.cellCount; ++cell) {
@@ -182,10 +193,11 @@ void Snapshot::plan(const EntityStore& store) {
     const size_t blocks = size_t{denseCount} * (S * S + 1);
     if (subStart.size() < blocks) subStart.resize(blocks);
     if (dense.size() < denseCount) dense.resize(denseCount);
-    if (tmpEnts_.size() < largestDense) {
-      tmpEnts_.resize(largestDense), tmpPacked_.resize(largestDense);
-      if (hasFields) tmpFields_.resize(largestDense);
-    }
+    atLeast(tmpEnts_, largestDense, largestDense);
+    atLeast(tmpPacked_, largestDense, largestDense);
+    atLeast(tmpGroups_, largestDense, largestDense);
+    atLeast(tmpWeights_, largestDense, largestDense);
+    if (hasFields) atLeast(tmpFields_, largestDense, largestDense);
     if (state && tmpStateMarks_.size() < largestDense) tmpStateMarks_.resize(std::max<size_t>(largestDense, tmpEnts_.size()));
   }
 }
@@ -212,7 +224,13 @@ void Snapshot::fill(const EntityStore& store) {
 
   // Pass 2: scatter in slot order (stable), with every slot's position packed first (a loop of
   // its own, on vectors where the CPU has them: 8 at a time rather than one per scattered entity).
+  // In the same loop, each slot's groups against the previous snapshot's: the live entities whose
+  // groups changed are listed (in slot order), and every slot's groups kept for lookups by id.
   packSlots(sx, sy, sz, hw, packer_, slotPacked_.data());
+  const uint32_t* sg = store.groups();
+  const uint8_t* sw = store.weights();
+  const uint8_t* alive = store.alive();
+  uint32_t changed = 0, notAll = 0, notOne = 0;
   const bool hasFields = store.fieldCount() > 0;
   const uint64_t* slotFields = store.packedFields();
   state_ = store.stateInUse();
@@ -220,11 +238,18 @@ void Snapshot::fill(const EntityStore& store) {
   const uint32_t* kindMarks = store.kindMarks();
   const uint32_t* attributeMarks = store.attributeMarks();
   for (uint32_t s = 0; s < hw; ++s) {
+    const uint32_t g = sg[s];
+    if (g != slotGroups[s]) {
+      if (alive[s]) groupsChanged[changed++] = store.idOfSlot(s);
+      slotGroups[s] = g;
+    }
     uint32_t cell = slotCell_[s];
     if (cell == UINT32_MAX) continue;
     uint32_t at = cursor_[cell]++;
     ents[at] = SnapEntity{sx[s], sy[s], store.idOfSlot(s), odometer[s]};
     packed[at] = slotPacked_[s];
+    groups[at] = g, weights[at] = sw[s];
+    notAll |= ~g, notOne |= sw[s] ^ 1u;
     if (hasFields) fields[at] = slotFields[s];
     if (state_) stateMarks[at] = kindMarks[s] | uint64_t(attributeMarks[s]) << 32;
   }
@@ -239,6 +264,8 @@ void Snapshot::fill(const EntityStore& store) {
       if (slotCell_[s] != UINT32_MAX) maxExtra_ = std::max(maxExtra_, extra);
     }
   }
+  groupsChangedCount = changed;
+  groupsInUse = notAll != 0, weightsInUse = notOne != 0;
 
   // Dense cells: counting sort by sub-cell inside the cell's range, at level 1 (twice as fine)
   // when a level-0 sub-cell holds walkCap entities or more (a walk would stop inside it) and that
@@ -276,6 +303,8 @@ void Snapshot::fill(const EntityStore& store) {
       // ss[k] is now the start of sub-cell k; scatter through a copy.
       std::copy(ents.begin() + b, ents.begin() + e, tmpEnts_.begin());
       std::copy(packed.begin() + b, packed.begin() + e, tmpPacked_.begin());
+      std::copy(groups.begin() + b, groups.begin() + e, tmpGroups_.begin());
+      std::copy(weights.begin() + b, weights.begin() + e, tmpWeights_.begin());
       if (hasFields) std::copy(fields.begin() + b, fields.begin() + e, tmpFields_.begin());
       if (state_) std::copy(stateMarks.begin() + b, stateMarks.begin() + e, tmpStateMarks_.begin());
       uint32_t wr[256];
@@ -284,7 +313,7 @@ void Snapshot::fill(const EntityStore& store) {
         const SnapEntity& t = tmpEnts_[i];
         uint32_t k = uint32_t((t.y & cellMask) >> subShift) * S + uint32_t((t.x & cellMask) >> subShift);
         uint32_t at = wr[k]++;
-        ents[at] = t, packed[at] = tmpPacked_[i];
+        ents[at] = t, packed[at] = tmpPacked_[i], groups[at] = tmpGroups_[i], weights[at] = tmpWeights_[i];
         if (hasFields) fields[at] = tmpFields_[i];
         if (state_) stateMarks[at] = tmpStateMarks_[i];
       }

@@ -102,6 +102,19 @@ class Snapshot {
   // entity and tick rather than once per record sent (some 100 times as many in a crowd).
   std::vector<SnapEntity> ents;
   std::vector<uint64_t> packed;
+  // Per entity, in snapshot order, beside the records: its visibility groups (the gather ANDs them
+  // with the viewer's) and its priority weight (scoring multiplies by it).
+  std::vector<uint32_t> groups;
+  std::vector<uint8_t> weights;
+  // Whether some entity of the snapshot has groups other than every group (~0u), or a weight other
+  // than 1: the gather and scoring skip the arrays above when not.
+  bool groupsInUse = false, weightsInUse = false;
+  // Per slot (below the store's high-water mark): its groups as of this snapshot, for lookups by
+  // id (a viewer whose groups changed checks what it holds); and the live entities whose groups
+  // changed since the previous snapshot, in slot order (groupsChanged[0, groupsChangedCount)).
+  std::vector<uint32_t> slotGroups;
+  std::vector<uint32_t> groupsChanged;
+  uint32_t groupsChangedCount = 0;
   // Per entity, in snapshot order, when the configuration has fast fields: the fields as the
   // record carries them (EntityStore::packedFields).
   std::vector<uint64_t> fields;
@@ -142,6 +155,8 @@ class Snapshot {
   std::vector<uint32_t> cursor_;    // scratch: write cursor per cell / sub-cell
   std::vector<SnapEntity> tmpEnts_;
   std::vector<uint64_t> tmpPacked_;
+  std::vector<uint32_t> tmpGroups_;
+  std::vector<uint8_t> tmpWeights_;
   std::vector<uint64_t> tmpFields_;
   std::vector<uint64_t> tmpStateMarks_;
   bool state_ = false, stateChecks_ = false;

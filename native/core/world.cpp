@@ -23,6 +23,8 @@ void TickStats::add(const TickStats& o) {
   eligible += o.eligible, records += o.records, newGhosts += o.newGhosts, despawns += o.despawns;
   bytes += o.bytes, ghostTableFull += o.ghostTableFull, subscriptionChanges += o.subscriptionChanges;
   events += o.events, eventBytes += o.eventBytes, pressureEvictions += o.pressureEvictions;
+  hiddenDepartures += o.hiddenDepartures, selfRecords += o.selfRecords, teleports += o.teleports;
+  teleportDepartures += o.teleportDepartures;
   kinds += o.kinds, attributes += o.attributes, attributeBytes += o.attributeBytes;
 }
 
@@ -91,11 +93,18 @@ std::unique_ptr<Viewer> World::makeViewer(uint32_t avatarId, ViewerOptions opts,
   checkSendPeriod(opts.sendPeriod);
   const int64_t radius = opts.viewRadiusRaw == 0 ? config_.viewRadiusRaw : opts.viewRadiusRaw;
   checkViewRadius(radius);
+  if (opts.teleportRaw < 0 || opts.teleportRaw > config_.regionRaw)
+    throw CoreError("ERR_SIGHTLINE_INVALID_VIEWER_OPTION",
+                    "teleportDistance must be from 1 raw unit (1/1024 m) to the region's size (" + std::to_string(config_.regionRaw) +
+                        " raw), or 0 (off), received " + std::to_string(opts.teleportRaw) + " raw");
   if (!outputChecked) checkOutputRoom(outputBytes_ + payload);
   auto v = std::make_unique<Viewer>(avatarId, payload, opts.sendPeriod, 0, config_.ghostTableCapacity, recordGhostPositions_,
                                     opts.acks, config_.eventReserveBytes, &ghostArena_, config_.attributeBytes);
   setViewRadius(*v, radius, config_);
-  v->asked = ViewerSettings{payload, opts.sendPeriod, radius};
+  v->groups = opts.groups;
+  v->self = opts.self;
+  v->teleportRaw = opts.teleportRaw;
+  v->asked = ViewerSettings{payload, opts.sendPeriod, radius, opts.groups, 1};
   v->askedLogUpdates = v->ackLog ? v->ackLog->maxUpdates : 0;
   return v;
 }
@@ -110,6 +119,24 @@ void World::prepareViewerChange(Viewer& v, ViewerChange& c, uint64_t outputTotal
   ViewerSettings to = v.asked;
   if (c.what & ViewerChange::kSendPeriod) checkSendPeriod(c.to.sendPeriod), to.sendPeriod = c.to.sendPeriod;
   if (c.what & ViewerChange::kViewRadius) checkViewRadius(c.to.viewRadiusRaw), to.viewRadiusRaw = c.to.viewRadiusRaw;
+  if (c.what & ViewerChange::kGroups) to.groups = c.to.groups;
+  std::vector<uint32_t> boost;
+  if (c.what & ViewerChange::kBoost) {
+    if (c.boost.size() > kMaxBoosted)
+      throw CoreError("ERR_SIGHTLINE_INVALID_VIEWER_OPTION", "a boost set holds at most " + std::to_string(kMaxBoosted) +
+                                                                 " entities, received " + std::to_string(c.boost.size()));
+    if (c.to.boostFactor < 1 || c.to.boostFactor > kMaxBoostFactor)
+      throw CoreError("ERR_SIGHTLINE_INVALID_VIEWER_OPTION", "a boost factor must be an integer from 1 to " +
+                                                                 std::to_string(kMaxBoostFactor) + ", received " +
+                                                                 std::to_string(c.to.boostFactor));
+    // Sorted, without repeats: the set, whatever order it was given in. A factor of 1 boosts
+    // nothing: the set is empty then.
+    if (c.to.boostFactor == 1) c.boost.clear();
+    std::sort(c.boost.begin(), c.boost.end());
+    c.boost.erase(std::unique(c.boost.begin(), c.boost.end()), c.boost.end());
+    boost = c.boost;  // v.askedBoost's new contents, made before anything changes
+    to.boostFactor = c.to.boostFactor;
+  }
   uint32_t logUpdates = v.askedLogUpdates;
   if (c.what & ViewerChange::kPayloadBytes) {
     checkPayloadBytes(c.to.payloadBytes);
@@ -133,6 +160,7 @@ void World::prepareViewerChange(Viewer& v, ViewerChange& c, uint64_t outputTotal
   }
   c.to = to;
   v.asked = to;
+  if (c.what & ViewerChange::kBoost) v.askedBoost.swap(boost);
   v.askedLogUpdates = logUpdates;
 }
 
@@ -144,6 +172,21 @@ void World::applyViewerChange(Viewer& v, ViewerChange& c) noexcept {
   if (c.what & ViewerChange::kViewRadius) {
     setViewRadius(v, c.to.viewRadiusRaw, config_);
     v.eligibleHint = 0;  // the threshold distance of the old radius says nothing of the new one
+  }
+  if ((c.what & ViewerChange::kGroups) && c.to.groups != v.groups) {
+    v.groups = c.to.groups;
+    v.groupsChanged = true;  // its next pass checks every ghost it holds
+  }
+  if (c.what & ViewerChange::kBoost) {
+    // The entries of the old set lose their flag, those of the new one get it (a factor of 1 is
+    // no boost: an empty set).
+    for (uint32_t id : v.boost)
+      if (int32_t e = v.ghosts.find(id); e >= 0) v.ghosts.at(uint32_t(e)).flags &= uint8_t(~kBoosted);
+    if (c.to.boostFactor <= 1) c.boost.clear();
+    v.boost.swap(c.boost);  // the old set goes with the change
+    v.boostFactor = v.boost.empty() ? 1 : c.to.boostFactor;
+    for (uint32_t id : v.boost)
+      if (int32_t e = v.ghosts.find(id); e >= 0) v.ghosts.at(uint32_t(e)).flags |= kBoosted;
   }
   if (c.what & ViewerChange::kPayloadBytes) {
     outputBytes_ = outputBytes_ - v.payloadBytes + c.to.payloadBytes;
@@ -262,6 +305,12 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
   const uint32_t* marks = log.updateMarks.data() + size_t{slot} * log.maxUpdates;
   const uint8_t* flags = log.updateFlags.data() + size_t{slot} * log.maxUpdates;
   for (uint32_t i = 0; i < p.updates; ++i) {
+    if (ids[i] == v.avatarId) {
+      // Its self record (never one of its ghosts: the gather leaves its avatar out). Lost, or
+      // probably, and nothing newer sent since: it goes again.
+      if ((outcome == AckLog::Lost || (probably && !p.probablyLost)) && marks[i] == v.selfMark) v.selfPending = true;
+      continue;
+    }
     int32_t e = gt.find(ids[i]);
     if (e < 0) continue;
     GhostEntry& ge = gt.at(uint32_t(e));
@@ -374,6 +423,7 @@ void World::applyAck(Viewer& v, uint16_t ack, uint32_t ackBits) {
     // announced again when eligible, and a despawn goes out otherwise (ignored by a client that
     // never got it).
     log.acknowledging = true;
+    v.selfPending = true;  // its self record, if it has one, goes again: the client may not have had it
     GhostTable& gt = v.ghosts;
     // Their despawns go out again (the newest the ring kept), unless announced again since.
     while (log.unconfirmedDespawns.count > 0) {
@@ -447,6 +497,44 @@ void World::reserveTick(unsigned threads) {
   if (packetIndex_.size() < 3 * viewers_.size()) packetIndex_.resize(3 * viewers_.size() + 3 * viewers_.size() / 4);
   reserveScratch(threads);
   snapshot_.plan(store_);
+  if (store_.groupsEverSet() && groupsLogTicks_.size() < kGroupsLog) groupsLogIds_.resize(kGroupsLog), groupsLogTicks_.resize(kGroupsLog);
+}
+
+void World::logGroupChanges() noexcept {
+  const uint32_t n = snapshot_.groupsChangedCount;
+  if (n == 0 || groupsLogTicks_.size() < kGroupsLog) return;  // no ring: groups were never set, so none changed
+  for (uint32_t k = 0; k < n; ++k) {
+    const size_t at = size_t(groupsLogEnd_ % kGroupsLog);
+    if (groupsLogEnd_ >= kGroupsLog) groupsLogLostThrough_ = std::max(groupsLogLostThrough_, groupsLogTicks_[at]);
+    groupsLogIds_[at] = snapshot_.groupsChanged[k];
+    groupsLogTicks_[at] = tick_;
+    ++groupsLogEnd_;
+  }
+}
+
+// A due viewer's groups checks for this tick's pass: every ghost after a change of its own groups,
+// or when the log lost entries it needed, or when the log holds more changes for it than it has
+// ghosts; else the log entries since its last pass.
+void World::planGroupChecks(Viewer& v) const noexcept {
+  v.groupsScan = false, v.groupsFrom = v.groupsTo = groupsLogEnd_;
+  if (v.lastServedTick == 0) {  // never served: it holds nothing
+    v.groupsChanged = false;
+    return;
+  }
+  if (v.groupsChanged || (groupsLogEnd_ > 0 && groupsLogLostThrough_ > v.lastServedTick)) {
+    v.groupsScan = true;
+    v.groupsChanged = false;
+    return;
+  }
+  // The first entry of a tick after the last pass: ticks are non-decreasing along the ring.
+  uint64_t lo = groupsLogEnd_ > kGroupsLog ? groupsLogEnd_ - kGroupsLog : 0, hi = groupsLogEnd_;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (groupsLogTicks_[size_t(mid % kGroupsLog)] > v.lastServedTick) hi = mid;
+    else lo = mid + 1;
+  }
+  v.groupsFrom = lo;
+  if (groupsLogEnd_ - lo > v.ghosts.size()) v.groupsScan = true, v.groupsFrom = groupsLogEnd_;
 }
 
 void World::startTick() noexcept {
@@ -456,6 +544,7 @@ void World::startTick() noexcept {
   odometerMicros = microsSince(t0);
   auto t1 = std::chrono::steady_clock::now();
   snapshot_.fill(store_);
+  logGroupChanges();
   snapshotMicros = microsSince(t1);
 
   // Skip checks and the output layout: each viewer owns a fixed slice of payloadBytes.
@@ -467,6 +556,7 @@ void World::startTick() noexcept {
     v.outLength = 0;
     v.passesBeforePass = v.passes, v.sequenceBeforePass = v.sequence, v.ghostsBeforePass = v.ghosts.size();
     offset += v.payloadBytes;
+    if (v.teleportRaw > 0) noteMove(v);
     if ((tick_ + v.phase) % v.sendPeriod != 0) { v.status = ViewerStatus::NotDue; continue; }
     if (!store_.isLive(v.avatarId)) { v.status = ViewerStatus::AvatarGone; continue; }
     uint32_t slot = slotOfId(v.avatarId);
@@ -477,6 +567,10 @@ void World::startTick() noexcept {
     }
     v.status = ViewerStatus::Due;
     v.vx = x, v.vy = y;
+    v.teleporting = v.teleportAsked, v.teleportAsked = false;
+    if (v.teleporting) v.eligibleHint = 0;  // the threshold distance of the old place says nothing of the new one
+    planGroupChecks(v);
+    v.lastServedTick = tick_;
   }
   outputSize_ = offset;
 }
@@ -486,15 +580,17 @@ void World::reserveScratch(unsigned threads) {
   for (auto& s : scratch_) {
     // Candidates: at most every entity (the snapshot holds at most highWater of them), then the
     // held ghosts not eligible that the pass appends (at most the table).
+    // Each group of arrays is grown when its last one is short: after an allocation that threw
+    // part way, the next call makes the rest (resizing those made already to the size they have).
     size_t n = size_t{store_.highWater()} + kGatherSlack + config_.ghostTableCapacity;
-    if (s->candD2.size() < n) {
+    if (s->indices.size() < 2 * n + 2 * kSplitSlack) {
       n += n / 4;
       s->candD2.resize(n), s->candIndex.resize(n), s->candIdOdo.resize(n), s->eligible.resize(n), s->buckets.resize(n);
       s->indices.resize(2 * n + 2 * kSplitSlack);
     }
     // Scored: the eligible candidates (ghostCap) and the held ghosts past the cap (at most the table).
     const size_t scored = size_t{config_.ghostCap} + config_.ghostTableCapacity;
-    if (s->scored.size() < scored) {
+    if (s->stale.size() < config_.ghostTableCapacity + 16) {
       s->scored.resize(scored), s->chosen.resize(scored);
       s->scores.resize(scored + kSplitSlack);
       s->lists.resize(2 * scored), s->keys.resize(scored + kSplitSlack);
@@ -506,6 +602,11 @@ void World::reserveScratch(unsigned threads) {
     if (s->attributeSection.size() < kMaxPayloadBytes + kAttributeCopySlack && config_.attributeBytes > 0)
       s->attributeSection.resize(kMaxPayloadBytes + kAttributeCopySlack);
     s->lookup.reserve(store_.highWater());
+    if (s->boostIds.size() < store_.highWater()) {
+      size_t k = s->boostIds.size();
+      s->boostIds.resize(std::min<size_t>(store_.capacity(), size_t{store_.highWater()} + store_.highWater() / 4 + 64));
+      for (; k < s->boostIds.size(); ++k) s->boostIds[k] = uint32_t(k) ^ 1u;  // slot bits not k's: no id of slot k
+    }
   }
 }
 

@@ -35,6 +35,9 @@ struct ViewerOptions {
   uint32_t sendPeriod = 1;
   bool acks = false;      // the client acknowledges packets (World::acknowledge)
   int64_t viewRadiusRaw = 0;  // 0 = config.viewRadiusRaw; else 1 to config.viewRadiusRaw
+  uint32_t groups = ~0u;      // visibility groups
+  bool self = false;          // its packets carry its avatar's own record (Viewer::self)
+  int64_t teleportRaw = 0;    // 0: off; else a move of its avatar further than this in one tick is a teleport
 };
 
 // A viewer's settings that may change while it is served (World::changeViewer).
@@ -42,7 +45,13 @@ struct ViewerSettings {
   uint32_t payloadBytes = 0;
   uint32_t sendPeriod = 1;
   int64_t viewRadiusRaw = 0;
+  uint32_t groups = ~0u;       // visibility groups: it sees the entities whose groups meet these
+  uint32_t boostFactor = 1;    // 1 to kMaxBoostFactor: the score of each entity in its boost set is multiplied by it
 };
+// A viewer's boost set (party members) holds at most this many entity ids; its factor at most
+// kMaxBoostFactor (so weight x boost <= 256).
+constexpr uint32_t kMaxBoosted = 64;
+constexpr uint32_t kMaxBoostFactor = 16;
 
 // Packets in flight to a viewer whose client acknowledges: for each, the updates (id, mark) and
 // despawn ids it carried. 64 packets; a slot reused before its packet was resolved is taken as
@@ -150,9 +159,10 @@ struct AckLog {
 // A change of some of a viewer's settings: the fields named in `what` (ViewerChange::Field).
 // prepareViewerChange checks it and makes what applying it needs; applyViewerChange applies it.
 struct ViewerChange {
-  enum Field : uint32_t { kSendPeriod = 1, kPayloadBytes = 2, kViewRadius = 4 };
+  enum Field : uint32_t { kSendPeriod = 1, kPayloadBytes = 2, kViewRadius = 4, kGroups = 8, kBoost = 16 };
   uint32_t what = 0;
   ViewerSettings to;
+  std::vector<uint32_t> boost;  // kBoost: the boost set's entity ids (to.boostFactor their factor)
   // kPayloadBytes on a viewer with acknowledgements whose log has no room for packets this large:
   // the larger log's arrays (AckLog::updateIds, updateMarks, despawnIds, for logUpdates updates
   // and logDespawns despawns a packet), made by prepareViewerChange; applying the change moves the
@@ -193,8 +203,36 @@ struct Viewer {
   // the next change is checked against). The caller's thread alone reads and writes it; the pass
   // never does.
   ViewerSettings asked;
+  std::vector<uint32_t> askedBoost;
   uint32_t askedLogUpdates = 0;  // the packet room of the acknowledgement log once queued changes apply
+  // Visibility groups, and the boost set (entity ids, sorted) with its factor.
+  uint32_t groups = ~0u;
+  uint32_t boostFactor = 1;
+  std::vector<uint32_t> boost;
+  // Groups checks: set when the viewer's groups changed (every ghost is checked at its next pass);
+  // the tick of its last pass (entities whose groups changed since are checked, from the world's
+  // groups log); set by prepareTick: the log range to check [groupsFrom, groupsTo), or a check of
+  // every ghost (groupsScan).
+  bool groupsChanged = false;
+  bool groupsScan = false;
+  uint32_t lastServedTick = 0;
+  uint64_t groupsFrom = 0, groupsTo = 0;
   uint32_t passes = 0;  // passes served
+  // Self record (ViewerOptions::self): the avatar's own update record leads the updates of a
+  // packet whenever the avatar moved (its odometer differs from selfMark, the odometer when last
+  // sent) or selfPending (never sent, or the packet that carried it was found lost).
+  bool self = false;
+  bool selfPending = true;
+  uint32_t selfMark = 0;
+  // Teleports: a move of the avatar further than teleportRaw in one tick (0: never), or
+  // World::teleportViewer, makes its next pass a teleport: every ghost outside the view radius of
+  // the new place departs at once, ahead of the other despawns. teleportAsked is the caller's
+  // thread's (set by teleportViewer, or by startTick on seeing the move, kept until the viewer is
+  // served); teleporting is what startTick hands this tick's pass. lastX, lastY: the avatar's
+  // position at the last tick (hasLast: there was one).
+  int64_t teleportRaw = 0;
+  bool teleportAsked = false, teleporting = false, hasLast = false;
+  int32_t lastX = 0, lastY = 0;
   // The squared distance of the ghostCap-th nearest candidate on the last pass that had more (0:
   // none yet): where the next pass looks for its threshold first (see keepSmallestNear).
   uint64_t eligibleHint = 0;
@@ -247,6 +285,10 @@ struct TickStats {
   uint64_t candidates = 0, examined = 0, eligible = 0, records = 0, newGhosts = 0, despawns = 0;
   uint64_t bytes = 0, ghostTableFull = 0, subscriptionChanges = 0, events = 0, eventBytes = 0;
   uint64_t pressureEvictions = 0;  // ghosts evicted before their grace window ran out: the table was full
+  uint64_t hiddenDepartures = 0;   // ghosts departed at once: their groups no longer meet the viewer's
+  uint64_t selfRecords = 0;        // self records sent (ViewerOptions::self)
+  uint64_t teleports = 0;          // passes of viewers that teleported
+  uint64_t teleportDepartures = 0;  // ghosts departed at once: outside the radius of the new place
   uint64_t kinds = 0;               // kind records sent
   uint64_t attributes = 0, attributeBytes = 0;  // attribute entries sent, and the attributes sections' bytes
   void add(const TickStats& o);
@@ -284,6 +326,9 @@ class World {
   void adoptViewer(std::unique_ptr<Viewer> v) noexcept;
   // Throws ERR_SIGHTLINE_UNKNOWN_VIEWER.
   void removeViewer(uint32_t avatarId);
+  // Makes the viewer's next pass a teleport (Viewer::teleporting). Safe while a pass runs (the
+  // pass does not read what it writes). Throws ERR_SIGHTLINE_UNKNOWN_VIEWER.
+  void teleportViewer(uint32_t avatarId) { viewerMutable(avatarId).teleportAsked = true; }
   // Changes a viewer's settings (not during a pass): prepareViewerChange then applyViewerChange.
   // Takes effect at the viewer's next pass; its sequence numbers, ghost table and acknowledgement
   // log carry on. Throws like prepareViewerChange, and ERR_SIGHTLINE_UNKNOWN_VIEWER.
@@ -419,9 +464,22 @@ class World {
     std::vector<uint8_t> kindRecords;       // this packet's kind records, before they are copied in
     std::vector<uint8_t> attributeSection;  // this packet's attribute entries, likewise
     GhostLookup lookup;              // slot -> entry of the viewer being served
+    // Per slot: the boosted id of that slot while a viewer with a boost set is scored, else a
+    // value no id of the slot can be (its slot bits differ).
+    std::vector<uint32_t> boostIds;
     TickStats stats;
   };
   void serve(Viewer& v, Scratch& s);
+  // The ghosts of v the viewer may no longer see (their groups, as of this snapshot, do not meet
+  // v's) depart now, their despawns ahead of the others. The ghosts checked: every one after a
+  // change of v's groups, else those of entities whose groups changed since v's last pass.
+  void departHidden(Viewer& v, Scratch& s, const GhostLookup::Loaded& lookup) const;
+  // A teleport (Viewer::teleporting): every ghost of v outside its view radius at the new place (or
+  // gone from the snapshot) departs now, their despawns ahead of the others, in id order.
+  void departFar(Viewer& v, Scratch& s) const;
+  // Whether v's avatar moved further than v.teleportRaw since the last tick (startTick, every
+  // viewer with teleportRaw set, due or not): notes a teleport for its next pass.
+  void noteMove(Viewer& v) noexcept;
   uint32_t sectionFloor(uint32_t stateBytes) const;
   // Throws ERR_SIGHTLINE_INVALID_ACK unless `ack` is one of the `passes` sequences up to sequence - 1.
   static void checkAck(const Viewer& v, uint16_t ack, uint16_t sequence, uint32_t passes);
@@ -453,6 +511,16 @@ class World {
   uint64_t outputBytes_ = 0;
   std::vector<std::unique_ptr<Scratch>> scratch_;
   TickStats stats_;
+  // The groups log: the entities whose groups changed, with the tick of the snapshot that saw the
+  // change, in a ring of kGroupsLog entries (made when groups are first set): a viewer's pass
+  // checks those since its last one. end: entries ever written; lostThrough: the newest tick of an
+  // entry overwritten (a viewer whose last pass was before it checks every ghost instead).
+  static constexpr uint32_t kGroupsLog = 1u << 16;
+  std::vector<uint32_t> groupsLogIds_, groupsLogTicks_;
+  uint64_t groupsLogEnd_ = 0;
+  uint32_t groupsLogLostThrough_ = 0;
+  void logGroupChanges() noexcept;
+  void planGroupChecks(Viewer& v) const noexcept;
 };
 
 }  // namespace sightline

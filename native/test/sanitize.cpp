@@ -138,7 +138,9 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
   std::vector<uint32_t> viewers;
   for (int i = 0; i < 60; ++i) {
     bool acks = i % 2 == 0;
-    w.addViewer(live[i], ViewerOptions{uint32_t(c.minPayloadBytes + c.recordBytes * (rng() % 40) + 4 * (rng() % 8)), uint32_t(1 + rng() % 3), acks});
+    // A third with self records, a quarter catching jumps of more than 30 m as teleports.
+    w.addViewer(live[i], ViewerOptions{uint32_t(c.minPayloadBytes + c.recordBytes * (rng() % 40) + 4 * (rng() % 8)), uint32_t(1 + rng() % 3), acks,
+                                       0, ~0u, i % 3 == 0, i % 4 == 0 ? int64_t{30 * 1024} : 0});
     viewers.push_back(live[i]);
   }
   // Acknowledgements travel back with loss and delay.
@@ -198,15 +200,23 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
       if (!w.hasViewer(id)) w.addViewer(id, ViewerOptions{0, 1, rng() % 2 == 0}), viewers.push_back(id);
     }
     // Settings change while viewers are served: send period, packet size (an acks viewer's log
-    // grows), view radius.
+    // grows), view radius, groups, boost set. Entities change groups and priority.
     for (uint32_t v : viewers) {
       if (rng() % 12 != 0) continue;
       ViewerChange ch;
-      ch.what = 1u + rng() % 7;
+      ch.what = 1u + rng() % 31;
       ch.to.sendPeriod = 1 + rng() % 3;
       ch.to.payloadBytes = uint32_t(c.minPayloadBytes + c.recordBytes * (rng() % 60) + 4 * (rng() % 8));
       ch.to.viewRadiusRaw = 1 + int64_t(rng() % uint64_t(c.viewRadiusRaw));
+      ch.to.groups = rng() % 3 == 0 ? ~0u : 1u + rng() % 15;
+      ch.to.boostFactor = 1 + rng() % 16;
+      for (uint32_t k = rng() % 8; k > 0; --k) ch.boost.push_back(live[rng() % live.size()]);
       w.changeViewer(v, std::move(ch));
+    }
+    for (uint32_t id : live) {
+      const uint32_t k = rng() % 100;
+      if (k < 3) w.entities().setGroups(id, rng() % 4 == 0 ? ~0u : rng() % 16);
+      else if (k < 5) w.entities().setWeight(id, 1 + rng() % 16);
     }
     for (uint32_t v : viewers) {
       if (rng() % 4 != 0) continue;
@@ -219,6 +229,7 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
               "emit threw %s", e.code().c_str());
       }
     }
+    if (t % 7 == 0 && !viewers.empty()) w.teleportViewer(viewers[t % viewers.size()]);
     w.prepareTick(pool.size());
     countFinerCells(w.snapshot());
     w.runPass(pool);
@@ -302,11 +313,31 @@ void warmTicksDoNotAllocate(unsigned threads, bool state) {
                                      state ? uint16_t(1 + i % 3) : 0);
     if (state) w.entities().setAttributes(id, name, 32);
   }
-  for (uint32_t s = 0; s < 600; ++s) w.addViewer(w.entities().idOfSlot(s), ViewerOptions{0, 1 + s % 2, s % 3 == 0});
+  // Self records on half of them, teleports caught on a fifth (and asked for below).
+  for (uint32_t s = 0; s < 600; ++s)
+    w.addViewer(w.entities().idOfSlot(s), ViewerOptions{0, 1 + s % 2, s % 3 == 0, 0, ~0u, s % 2 == 0, s % 5 == 0 ? int64_t{10 * 1024} : 0});
+  // Every control in use: viewers with their own radius, groups and a boost set; entities with
+  // groups and priorities that keep changing (the groups log and checks run every tick).
+  for (uint32_t s = 0; s < 600; s += 2) {
+    ViewerChange ch;
+    ch.what = ViewerChange::kViewRadius | ViewerChange::kGroups | ViewerChange::kBoost;
+    ch.to.viewRadiusRaw = c.viewRadiusRaw / 2 + rng() % (c.viewRadiusRaw / 2);
+    ch.to.groups = 1u + rng() % 15;
+    ch.to.boostFactor = 4;
+    for (uint32_t k = 0; k < 8; ++k) ch.boost.push_back(w.entities().idOfSlot(rng() % 4000));
+    w.changeViewer(w.entities().idOfSlot(s), std::move(ch));
+  }
+  for (uint32_t s = 0; s < 4000; ++s) w.entities().setWeight(w.entities().idOfSlot(s), 1 + rng() % 16);
   ThreadPool pool(threads);
   auto tick = [&](uint32_t t) {
     int32_t* xs = w.entities().x();
     for (uint32_t s = 0; s < 4000; ++s) xs[s] += int32_t(rng() % 201) - 100;
+    for (uint32_t k = 0; k < 40; ++k) w.entities().setGroups(w.entities().idOfSlot(rng() % 4000), rng() % 16);
+    for (uint32_t k = 0; k < 5; ++k) {  // jumps of avatars: teleports
+      const uint32_t s = rng() % 600;
+      xs[s] = int32_t(2048 * 1024 + rng() % (128 * 1024));
+      w.teleportViewer(w.entities().idOfSlot(s));
+    }
     int32_t* fields = w.entities().fieldValues();
     for (uint32_t f = 0; f < w.entities().fieldCount(); ++f)
       for (uint32_t s = f; s < 4000; s += 7) fields[size_t(f) * w.entities().capacity() + s] = int32_t(rng() % 300);
