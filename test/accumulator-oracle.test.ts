@@ -1,3 +1,4 @@
+// Over 500 lines as one file: one slow model of the priority accumulator and the scenarios run against it; split, the model and its cases would drift apart.
 // The pass's choice of updates, checked tick by tick against a slow model of the priority
 // accumulator written here from the rules (docs/architecture.md, docs/wire-format.md):
 //

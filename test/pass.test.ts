@@ -1,3 +1,4 @@
+// Over 500 lines as one file: one concept (the replication pass's behaviour), case by case against the model of every client.
 import { describe, it, expect } from 'vitest';
 import { World, WorldConfig, toRaw, type TickResult } from '../lib/index.js';
 import { decodePacketRaw, createRawPacket } from '../lib/decode.js';

@@ -1,3 +1,4 @@
+// Over 500 lines as one file: one benchmark driver; each --mode is a short function over the same world builders and timing.
 // Engine benchmarks without Node: snapshot rebuild, gather and the full pass, per scenario.
 // Build and run: npm run bench:core -- [options]   (see usage()). Prints one JSON object per run.
 // Times are medians over the measured ticks, from std::chrono::steady_clock.

@@ -1,3 +1,4 @@
+// Over 500 lines as one file: the per-viewer pass is one sequence, read top to bottom; its parts with a concept of their own are in gather, select, ghost, departures, budget and codec.
 // The per-viewer pass: subscription, capped gather, ghost-cap eligibility, scoring (the priority
 // accumulator, over the eligible candidates and the held ghosts past the cap), budget, selection, ghost bookkeeping and packet assembly. Runs on pool threads;
 // touches only the snapshot (read), this viewer's state and this worker's scratch. No allocation,

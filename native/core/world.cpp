@@ -1,3 +1,4 @@
+// Over 500 lines as one file: the World's operations (entities, viewers, acknowledgements, the tick's two calls) over the state world.h declares; the pass, snapshot and ghosts are in their own files.
 #include "world.h"
 
 #include <algorithm>

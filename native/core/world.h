@@ -1,3 +1,4 @@
+// Over 500 lines as one file: the engine's one World, its state and its documented operations in one declaration.
 // World: one region's entities, snapshot, viewers and the replication pass.
 //
 // A tick is two calls:
