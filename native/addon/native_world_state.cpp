@@ -45,8 +45,11 @@ Napi::Value NativeWorld::Attributes(const Napi::CallbackInfo& info) {
   if (!a.enabled() || a.liveVersion(slot) == 0) return env.Null();
   Napi::Object o = Napi::Object::New(env);
   o.Set("version", Napi::Number::New(env, a.liveVersion(slot)));
-  o.Set("bytes", Napi::Uint8Array::New(env, a.liveLength(slot)));
-  std::memcpy(o.Get("bytes").As<Napi::Uint8Array>().Data(), a.liveBytes(slot), a.liveLength(slot));
+  const size_t length = a.liveLength(slot);
+  Napi::Uint8Array bytes = Napi::Uint8Array::New(env, length);
+  // Empty attributes are an empty array, whose data pointer may be null: nothing to copy.
+  if (length > 0) std::memcpy(bytes.Data(), a.liveBytes(slot), length);
+  o.Set("bytes", bytes);
   return o;
 }
 
