@@ -15,20 +15,22 @@ export const MAX_WEIGHT = 16;
 /** The most entities a viewer's boost set holds. */
 export const MAX_BOOSTED = 64;
 
+// A distance option in meters → raw units, from 1 raw unit (after rounding) to maxRaw.
+function distanceRaw(name: string, meters: unknown, maxRaw: number, upTo: string): number {
+  const raw = typeof meters === 'number' && Number.isFinite(meters) ? metersToRaw(meters) : NaN;
+  if (!(raw >= 1 && raw <= maxRaw)) {
+    throw new SightlineError('ERR_SIGHTLINE_INVALID_VIEWER_OPTION', `${name} must be a number of meters from 1/1024 to ${upTo}, received ${describe(meters)}`);
+  }
+  return raw;
+}
+
 /**
  * A view radius in meters → raw units: more than 0 and at most the config's viewRadius (after
  * rounding to raw units, at least 1).
  * @throws ERR_SIGHTLINE_INVALID_VIEWER_OPTION.
  */
 export function viewRadiusRaw(config: WorldConfig, meters: unknown): number {
-  const raw = typeof meters === 'number' && Number.isFinite(meters) ? metersToRaw(meters) : NaN;
-  if (!(raw >= 1 && raw <= config.viewRadiusRaw)) {
-    throw new SightlineError(
-      'ERR_SIGHTLINE_INVALID_VIEWER_OPTION',
-      `viewRadius must be a number of meters from 1/1024 to the config's viewRadius (${config.input.viewRadius}), received ${describe(meters)}`,
-    );
-  }
-  return raw;
+  return distanceRaw('viewRadius', meters, config.viewRadiusRaw, `the config's viewRadius (${config.input.viewRadius})`);
 }
 
 /**
@@ -37,14 +39,7 @@ export function viewRadiusRaw(config: WorldConfig, meters: unknown): number {
  * @throws ERR_SIGHTLINE_INVALID_VIEWER_OPTION.
  */
 export function teleportDistanceRaw(config: WorldConfig, meters: unknown): number {
-  const raw = typeof meters === 'number' && Number.isFinite(meters) ? metersToRaw(meters) : NaN;
-  if (!(raw >= 1 && raw <= config.regionRaw)) {
-    throw new SightlineError(
-      'ERR_SIGHTLINE_INVALID_VIEWER_OPTION',
-      `teleportDistance must be a number of meters from 1/1024 to the config's regionSize (${config.input.regionSize}), received ${describe(meters)}`,
-    );
-  }
-  return raw;
+  return distanceRaw('teleportDistance', meters, config.regionRaw, `the config's regionSize (${config.input.regionSize})`);
 }
 
 /** A viewer option that must be a number (the engine checks its range). @throws ERR_SIGHTLINE_INVALID_VIEWER_OPTION. */
