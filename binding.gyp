@@ -19,6 +19,7 @@
         "native/core/pass.cpp",
         "native/core/thread_pool.cpp",
         "native/core/world.cpp",
+        "native/core/ack_batch.cpp",
         "native/addon/module.cpp",
         "native/addon/addon_data.cpp",
         "native/addon/args.cpp",
@@ -34,7 +35,11 @@
         "native/addon/native_world_acks.cpp",
         "native/addon/native_world_events.cpp",
         "native/addon/native_world_tick.cpp",
-        "native/addon/native_world_introspection.cpp"
+        "native/addon/native_world_introspection.cpp",
+        "native/addon/native_world_transport.cpp",
+        "native/addon/native_udp.cpp",
+        "native/addon/native_swarm.cpp",
+        "native/addon/batch_notifier.cpp"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "native/core"],
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS", "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS"],
@@ -48,6 +53,19 @@
       },
       "msvs_settings": { "VCCLCompilerTool": { "ExceptionHandling": 1, "AdditionalOptions": ["/std:c++20"] } },
       "conditions": [
+        ["OS=='linux'", {
+          "sources": [
+            "native/net/endpoint.cpp",
+            "native/net/udp_socket.cpp",
+            "native/net/session_table.cpp",
+            "native/net/sender.cpp",
+            "native/net/receiver.cpp",
+            "native/net/data_path.cpp",
+            "native/net/swarm.cpp"
+          ],
+          "include_dirs": ["native/net"],
+          "defines": ["SIGHTLINE_NATIVE_UDP=1"]
+        }],
         ["sightline_pgo=='generate'", {
           "cflags_cc": ["-fprofile-generate=<(sightline_pgo_dir)", "-fprofile-update=atomic"],
           "ldflags": ["-fprofile-generate=<(sightline_pgo_dir)"]

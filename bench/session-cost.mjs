@@ -52,6 +52,7 @@ for (let i = 0; i < 20_000; i++) world.spawn({ x: 1748 + rand() * 600, y: 1748 +
 let acksSeen = 0;
 const server = new net.UdpServer({
   config,
+  dataPath: 'dgram', // the stubbed socket is node:dgram's
   address: '127.0.0.1',
   timeoutMs: 3_600_000,
   keepaliveMs: 0,

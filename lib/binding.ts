@@ -146,6 +146,8 @@ export interface NativeWorld {
   /** The output buffer and packet index of the slot a tick's parity uses, as its last tick left them. */
   outputViews(which: number): { buffer: ArrayBuffer; index: Uint32Array } | null;
   close(): void;
+  /** Linux: the native UDP data path whose ACKs each tick applies and whose packets it sends; null detaches. */
+  attachTransport?(udp: NativeUdp | null): void;
   rebuildSnapshot(): void;
   snapshotInfo(): { count: number; outsideRegion: number; denseCells: number; maxCellOccupancy: number };
   /** radius raw, 0: the config's view radius. */
@@ -172,6 +174,57 @@ export interface NativeWorld {
     memoryBytes: number;
   };
   setCaps(walkCap: number, ghostCap: number): void;
+}
+
+/** Options of the addon's NativeUdp (checked by lib/net/native-path.ts). */
+export interface NativeUdpOptions {
+  address?: string;
+  port?: number;
+  family?: 4 | 6;
+  fd?: number;
+  v6Only?: boolean;
+  sendBufferBytes?: number;
+  recvBufferBytes?: number;
+  maxSessions?: number;
+  forwardAcks?: boolean;
+  maxBatchBytes?: number;
+  dontFragment?: boolean;
+}
+
+/** The addon's native UDP data path (Linux; native/addon/native_udp.h). */
+export interface NativeUdp {
+  start(): void;
+  info(): { address: string; port: number; family: 4 | 6; sendBuffer: number; recvBuffer: number };
+  addSession(viewer: number, address: string, port: number, token: Uint8Array): 'added' | 'full' | 'viewer' | 'peer';
+  removeSession(viewer: number): boolean;
+  touch(viewer: number, heard: boolean, sent: boolean): boolean;
+  /** Per session: viewer, ms since heard from, ms since sent to. */
+  times(): Float64Array;
+  setInputAck(viewer: number, ack: number, ackBits: number): boolean;
+  /** 0 when the kernel took it, else the errno. */
+  sendTo(address: string, port: number, bytes: Uint8Array): number;
+  /** 0, ENOENT (no session) or the errno. */
+  sendOne(viewer: number, bytes: Uint8Array): number;
+  /** [sent, bytes, dropped, failed, unrouted]. */
+  sendPackets(buffer: ArrayBuffer, index: Uint32Array, count: number): Float64Array;
+  takeBatch(): ArrayBuffer | null;
+  inject(bytes: Uint8Array, address: string, port: number): void;
+  counters(out: Float64Array): void;
+  lastTick(out: Float64Array): void;
+  close(): void;
+}
+
+/** The addon's client swarm (Linux; native/addon/native_swarm.h). */
+export interface NativeSwarm {
+  start(): void;
+  aim(address: string, port: number): void;
+  info(): { ports: number[]; recvBuffer: number; sendBuffer: number; strays: number; batchDropped: number };
+  /** 0 or the errno. */
+  send(client: number, bytes: Uint8Array): number;
+  setConnected(client: number, connected: boolean, sample: boolean, token?: Uint8Array): void;
+  counters(out: Float64Array): void;
+  takeBatch(): ArrayBuffer | null;
+  close(): void;
 }
 
 /** A subscription box: inclusive cell bounds. */
@@ -204,6 +257,15 @@ export interface NativeBinding {
   kernels: 'avx512' | 'portable';
   /** Whether this addon was built with profile-guided optimization: see `profileGuided` in world.ts. */
   profileGuided: boolean;
+  /** Linux only: the native UDP data path, and the fields of its counters() and lastTick(). */
+  NativeUdp?: new (options: NativeUdpOptions, onBatch: () => void) => NativeUdp;
+  udpCounterFields?: string[];
+  udpTickFields?: string[];
+  NativeSwarm?: new (
+    options: { clients: number; firstAddress: string; threads: number; recvBufferBytes: number; sendBufferBytes: number },
+    onBatch: () => void,
+  ) => NativeSwarm;
+  swarmCounterFields?: string[];
 }
 
 function packageRoot(): string {

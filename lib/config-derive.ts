@@ -2,7 +2,7 @@
 // addon does, checks every value in native/core/config.cpp's order with its error codes, and derives
 // the integers the engine uses. WorldConfig.build (config.ts) is its one caller.
 import { SightlineError, describe } from './errors.js';
-import { RAW_PER_METER, roundHalfAwayFromZero, toMeters, toRaw } from './fixed.js';
+import { RAW_PER_METER, metersToRaw, roundHalfAwayFromZero, toMeters } from './fixed.js';
 import { HEADER_BYTES, MAX_PAYLOAD_BYTES, RECORD_BYTES, protocolHash } from './wire.js';
 import {
   ATTRIBUTE_HEADER_BYTES,
@@ -145,7 +145,7 @@ function readInput(input: unknown): Record<ConfigField, unknown> {
     if (f in src)
       fail(
         'ERR_SIGHTLINE_INVALID_ARGUMENT',
-        `config field ${f} is inherited, not an own property of the config; only own properties are read (copy it: { ...config })`,
+        `config field ${f} is inherited, not an own property of the config; only own properties are read (make it one: { ${f}: config.${f}, ... }; a spread { ...config } leaves out getters of a class)`,
       );
     return undefined;
   };
@@ -214,7 +214,7 @@ export function derive(raw: unknown): Derived {
       'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',
       `verticalExtent must be at most ${MAX_REGION_METERS} m, received ${describe(verticalExtent)}`,
     );
-  const verticalRaw = toRaw(verticalExtent);
+  const verticalRaw = metersToRaw(verticalExtent);
   if (verticalRaw < 2)
     fail(
       'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',
@@ -222,7 +222,7 @@ export function derive(raw: unknown): Derived {
     );
   const zBits = ceilLog2(verticalRaw);
 
-  const viewRadiusRaw = toRaw(viewRadius);
+  const viewRadiusRaw = metersToRaw(viewRadius);
   if (viewRadiusRaw < 1)
     fail(
       'ERR_SIGHTLINE_CONFIG_NOT_POSITIVE',
@@ -260,7 +260,10 @@ export function derive(raw: unknown): Derived {
   if (cellsPerAxis > MAX_CELLS_PER_AXIS)
     fail(
       'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE',
-      `regionSize / cellSize must be at most ${MAX_CELLS_PER_AXIS} cells per axis, received ${cellsPerAxis} (cell ${toMeters(cellRaw)} m)`,
+      `regionSize / cellSize must be at most ${MAX_CELLS_PER_AXIS} cells per axis, received ${cellsPerAxis} (cell ${toMeters(cellRaw)} m` +
+        (cellSizeIn === 0
+          ? `: the default cell, derived from viewRadius ${describe(viewRadius)} m as the largest power of two up to viewRadius / 2; raise viewRadius, or set cellSize to at least ${toMeters(Math.max(1, regionRaw / MAX_CELLS_PER_AXIS))} m)`
+          : ')'),
     );
   const cellCount = cellsPerAxis * cellsPerAxis;
   const cellRadius = Math.ceil(viewRadiusRaw / cellRaw);
@@ -319,7 +322,7 @@ export function derive(raw: unknown): Derived {
     newDrift = viewRadiusRaw;
   } else {
     const meters = requireFinitePositive('newDrift', newDriftIn);
-    const r = toRaw(meters);
+    const r = metersToRaw(meters);
     // The lower bound is checked in meters (rounding would let 1/2048 m become 1 raw unit).
     if (meters < MIN_NEW_DRIFT_METERS || r > 0xffffffff)
       fail(

@@ -118,7 +118,7 @@ export function readOptions(what: string, options: unknown, valid: readonly stri
     if (!Object.prototype.hasOwnProperty.call(options, key) && key in options) {
       throw new SightlineError(
         'ERR_SIGHTLINE_INVALID_ARGUMENT',
-        `${what} option ${key} is inherited, not an own property of the options; only own properties are read (copy it: { ...options })`,
+        `${what} option ${key} is inherited, not an own property of the options; only own properties are read (make it one: { ${key}: options.${key}, ... }; a spread { ...options } leaves out getters of a class)`,
       );
     }
   }

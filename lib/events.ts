@@ -5,7 +5,7 @@
 import type { NativeWorld } from './binding.js';
 import type { WorldConfig } from './config.js';
 import { SightlineError, describe } from './errors.js';
-import { toRaw } from './fixed.js';
+import { metersToRaw } from './fixed.js';
 import { MAX_ID, isId, rethrow } from './validate.js';
 import type { EntityId, Positions } from './world-types.js';
 
@@ -40,7 +40,13 @@ export function checkTarget(target: unknown): CheckedTarget {
   const keys = Object.keys(t).filter((k) => t[k] !== undefined);
   const forms = Number(keys.includes('viewer')) + Number(keys.includes('holders')) + Number(keys.includes('near'));
   if (forms !== 1) {
-    invalidTarget(`an event target must have exactly one of viewer, holders and near: ${TARGET_FORMS}, received an object with ${forms}`);
+    const known = new Set(['viewer', 'holders', 'near', 'radius']);
+    const unknown = keys.filter((k) => !known.has(k));
+    const received =
+      keys.length === 0
+        ? 'an object with no fields'
+        : `an object with ${forms === 0 ? 'none of them' : `${forms} of them`}${unknown.length > 0 ? ` and unknown ${unknown.length === 1 ? 'field' : 'fields'} ${unknown.map((k) => describe(k)).join(', ')}` : ''} (fields: ${keys.map((k) => describe(k)).join(', ')})`;
+    invalidTarget(`an event target must have exactly one of viewer, holders and near (${TARGET_FORMS}), received ${received}`);
   }
   const allowed = keys.includes('viewer') ? ['viewer'] : keys.includes('holders') ? ['holders'] : ['near', 'radius'];
   const extra = keys.find((k) => !allowed.includes(k));
@@ -175,9 +181,9 @@ export class EventRouter {
 
   // Of `ids`, the live ones whose avatar is within the { near } target's radius (2D), in order.
   #inRange(target: NearTarget, ids: ArrayLike<EntityId>): EntityId[] {
-    const cx = toRaw(target.near.x);
-    const cy = toRaw(target.near.y);
-    const r = toRaw(target.radius);
+    const cx = metersToRaw(target.near.x);
+    const cy = metersToRaw(target.near.y);
+    const r = metersToRaw(target.radius);
     const out: EntityId[] = [];
     for (let i = 0; i < ids.length; i++) {
       if (!this.#engine().isLive(ids[i])) continue;

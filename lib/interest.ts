@@ -2,7 +2,7 @@
 // before they reach the engine, which checks them again with the same codes.
 import type { WorldConfig } from './config.js';
 import { SightlineError, describe } from './errors.js';
-import { toRaw } from './fixed.js';
+import { metersToRaw } from './fixed.js';
 
 /** Field bits of the engine's viewer change (native/core/world.h, ViewerChange::Field). */
 export const CHANGE = Object.freeze({ sendPeriod: 1, payloadBytes: 2, viewRadius: 4 });
@@ -13,7 +13,7 @@ export const CHANGE = Object.freeze({ sendPeriod: 1, payloadBytes: 2, viewRadius
  * @throws ERR_SIGHTLINE_INVALID_VIEWER_OPTION.
  */
 export function viewRadiusRaw(config: WorldConfig, meters: unknown): number {
-  const raw = typeof meters === 'number' && Number.isFinite(meters) ? toRaw(meters) : NaN;
+  const raw = typeof meters === 'number' && Number.isFinite(meters) ? metersToRaw(meters) : NaN;
   if (!(raw >= 1 && raw <= config.viewRadiusRaw)) {
     throw new SightlineError(
       'ERR_SIGHTLINE_INVALID_VIEWER_OPTION',

@@ -14,7 +14,13 @@ import type { EntityId, Packet, TickStats } from './world-types.js';
  * whatever its buffer holds by then (a later tick's bytes), so copy what must outlive that
  * (`bytes.slice()`).
  */
+/** @internal The World a result came from (UdpServer's native data path asks: has it sent these packets already?). */
+export let sourceOf: (result: TickResult) => object;
+
 export class TickResult {
+  static {
+    sourceOf = (result) => result.#world;
+  }
   /** The tick number (starts at 1). */
   readonly tick: number;
   /** Number of packets (one per served viewer). */

@@ -1,7 +1,7 @@
 // Argument checks shared by the World API: entity ids, booleans, positions in meters, and the
 // mapping of the engine's coded errors onto SightlineError.
 import { SightlineError, describe, isUint8Array } from './errors.js';
-import { toRaw } from './fixed.js';
+import { metersToRaw } from './fixed.js';
 import type { Vec3 } from './world-types.js';
 
 /** The largest entity id (ids are u32). */
@@ -60,7 +60,7 @@ export function checkCoordinate(name: string, meters: unknown): number {
   if (typeof meters !== 'number' || !Number.isFinite(meters)) {
     throw new SightlineError('ERR_SIGHTLINE_INVALID_POSITION', `${name} must be a finite number of meters, received ${describe(meters)}`);
   }
-  const raw = toRaw(meters);
+  const raw = metersToRaw(meters);
   if (raw < -2147483648 || raw > 2147483647) {
     throw new SightlineError(
       'ERR_SIGHTLINE_INVALID_POSITION',

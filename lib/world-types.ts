@@ -42,7 +42,7 @@ export interface SpawnOptions {
 export interface WorldOptions {
   /** Entity slots, 1 to 1,048,576. Default 65,536. */
   capacity?: number;
-  /** Threads for the pass: 0 = every core (default), 1 = inline on one pool thread. */
+  /** Threads for the pass: 0 = one per CPU the process may run on (its affinity mask; default), 1 = inline on one pool thread. */
   threads?: number;
   /**
    * Expose positions as external ArrayBuffers over the engine's memory (default true). Where the

@@ -5,6 +5,7 @@
 import { markAsUntransferable } from 'node:worker_threads';
 import { AT as TICK_META_AT, native, readTickMeta, type NativeWorld } from './binding.js';
 import { WorldConfig } from './config.js';
+import { UNCAPPED_WALK } from './config-limits.js';
 import { SightlineError, describe, readOptions } from './errors.js';
 import { EventRouter, type EventRecipients } from './events.js';
 import { toMeters } from './fixed.js';
@@ -68,7 +69,20 @@ const SPAWN_OPTIONS = ['kind', 'attributes'] as const;
  *
  * Errors are {@link SightlineError}s with a `code`; a rejected call changes nothing.
  */
+/** @internal The engine under a world, for the package's native UDP data path (lib/net/native-path.ts). */
+export let engineOf: (world: World) => NativeWorld;
+/**
+ * @internal What a world's congestion control must hear of each acknowledgement that the native UDP
+ * data path applies to the engine itself (lib/net/udp-native.ts); undefined when it is off.
+ */
+export let congestionObserverOf: (world: World) => ((viewer: EntityId, ack: number, ackBits: number) => void) | undefined;
+
 export class World {
+  static {
+    engineOf = (world) => world.#native;
+    congestionObserverOf = (world) =>
+      world.#overload.congestion === null ? undefined : (viewer, ack, ackBits) => world.#overload.acknowledged(viewer, ack, ackBits);
+  }
   readonly config: WorldConfig;
   /** Raw Int32 positions by slot; see {@link Positions}. */
   readonly positions: Positions;
@@ -168,7 +182,7 @@ export class World {
 
   /**
    * Releases the engine now rather than when the World is collected: entities, viewers and their
-   * ghost tables, the snapshot (about 10 KB per viewer at the default ghostCap, more with acks).
+   * ghost tables, the snapshot (about 19 KiB per viewer at the defaults, 157 KiB with acks; see memoryBytes).
    * From then on every method, and every getter that asks the engine, throws
    * `ERR_SIGHTLINE_WORLD_CLOSED`; `config`, `externalBuffers`, `eventsDropped`, `closed`,
    * `positions` and the packets of results already delivered stay readable (their memory goes
@@ -485,7 +499,8 @@ export class World {
 
   /**
    * Lowers (or restores) the walk and ghost caps of every viewer's pass from the next tick on:
-   * walkCap an integer from 1 to config.walkCap, ghostCap from 1 to config.ghostCap (ghost tables
+   * walkCap an integer from 1 to config.walkCap (Infinity: 2^31 − 1, an uncapped config's own),
+   * ghostCap from 1 to config.ghostCap (ghost tables
    * keep their size: 2 × config.ghostCap). A field left out keeps its value. Ghosts past a lower
    * cap depart by the grace rule. The tick governor's second lever; cheaper passes, fewer ghosts.
    * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (a cap out of range or not an integer),
@@ -501,7 +516,8 @@ export class World {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `walkCap and ghostCap must be numbers, received ${describe(walk)} and ${describe(ghost)}`);
     }
     try {
-      this.#native.setCaps(walk === Infinity ? this.config.walkCap : walk, ghost);
+      // Infinity is what an uncapped config's walkCap was built from (2^31 − 1): refused by a capped one.
+      this.#native.setCaps(walk === Infinity ? UNCAPPED_WALK : walk, ghost);
     } catch (e) {
       rethrow(e);
     }

@@ -77,6 +77,9 @@ describe.runIf(browserAvailable())('the live page in headless Chromium', () => {
           timeout: 85_000,
           viewport: { width: 1000, height: 760 },
           args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+          // Not the sanitizer runtimes that `npm run test:asan-addon` preloads into node and the herd:
+          // preloaded into Chromium's launcher script they break it (it never starts).
+          env: Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'LD_PRELOAD' && k !== 'ASAN_OPTIONS' && k !== 'UBSAN_OPTIONS')) as Record<string, string>,
           logger: { isEnabled: () => true, log: (name, severity, message) => void browserLog.push(`${name} ${severity}: ${String(message)}`) },
         }),
       log,

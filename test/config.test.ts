@@ -323,6 +323,7 @@ describe('WorldConfig.build rejections', () => {
     ['fractional walk', { walkCap: 2.5 }, 'ERR_SIGHTLINE_CONFIG_NOT_INTEGER', ['walkCap', '2.5']],
     ['fractional band weight', { bandWeights: ones(64, 1.5) }, 'ERR_SIGHTLINE_CONFIG_NOT_INTEGER', ['bandWeights[63]', '1.5']],
     ['region too large', { regionSize: 131072 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['regionSize', '65536', '131072']],
+    ['a tiny viewRadius: the default cell too small', { viewRadius: 0.001 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['derived from viewRadius 0.001 m', 'set cellSize to at least 4 m']],
     ['vertical too large', { verticalExtent: 70000 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['verticalExtent', '70000']],
     ['vertical below 2 raw', { verticalExtent: 0.001 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['verticalExtent', '0.001']],
     ['too many cells', { regionSize: 65536, viewRadius: 64 }, 'ERR_SIGHTLINE_CONFIG_OUT_OF_RANGE', ['1024', '2048', '32 m']],
@@ -418,7 +419,7 @@ describe('WorldConfig.build rejections', () => {
   it('reads own properties only: an inherited field is refused, an own one (enumerable or not) is read', () => {
     const err = rejection(Object.create({ regionSize: 8 }), 'ERR_SIGHTLINE_INVALID_ARGUMENT');
     expect(err.message).toBe(
-      'config field regionSize is inherited, not an own property of the config; only own properties are read (copy it: { ...config })',
+      'config field regionSize is inherited, not an own property of the config; only own properties are read (make it one: { regionSize: config.regionSize, ... }; a spread { ...config } leaves out getters of a class)',
     );
     rejection(Object.create({ bandWeights: null }), 'ERR_SIGHTLINE_INVALID_ARGUMENT');
     expect(WorldConfig.build(Object.create(null) as WorldConfigInput).regionRaw).toBe(WorldConfig.build().regionRaw);

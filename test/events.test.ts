@@ -169,6 +169,10 @@ describe('reliable events', () => {
     );
     expect(() => w.emit('hi' as never, { viewer: v })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     expect(() => w.emit(text('hi'), { nobody: 1 } as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    // A misspelt key is named.
+    expect(() => w.emit(text('hi'), { viewr: v } as never)).toThrow(/received an object with none of them and unknown field "viewr" \(fields: "viewr"\)$/);
+    expect(() => w.emit(text('hi'), {} as never)).toThrow(/received an object with no fields$/);
+    expect(() => w.emit(text('hi'), { viewer: v, holders: v } as never)).toThrow(/received an object with 2 of them \(fields: "viewer", "holders"\)$/);
     // Two forms at once: refused by the types (tsc checks this file) and at run time.
     // @ts-expect-error EventRecipients is exactly one form
     expect(() => w.emit(text('hi'), { viewer: v, holders: v })).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));

@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 
-import { FRAC_BITS, RAW_PER_METER, roundHalfAwayFromZero, toMeters, toRaw } from '../lib/fixed.js';
+import { FRAC_BITS, RAW_PER_METER, metersToRaw, roundHalfAwayFromZero, toMeters, toRaw } from '../lib/fixed.js';
 
 describe('fixed point', () => {
   it('has 10 fractional bits', () => {
@@ -58,5 +58,22 @@ describe('fixed point', () => {
     expect(toMeters(-524288)).toBe(-512);
     expect(toMeters(524287)).toBe(511.9990234375);
     for (const r of [0, 1, -1, 12345, -98765, 2 ** 31 - 1, -(2 ** 31)]) expect(toRaw(toMeters(r))).toBe(r);
+  });
+
+  it('refuses what is not a finite number, and meters outside the Int32 range of raw units, with a coded error', () => {
+    const invalid = expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' });
+    for (const bad of [undefined, null, '3', [2], {}, NaN, Infinity, -Infinity, 10n]) {
+      expect(() => toRaw(bad as never), String(bad)).toThrow(invalid);
+      expect(() => toMeters(bad as never), String(bad)).toThrow(invalid);
+    }
+    expect(() => toRaw(undefined as never)).toThrow(/toRaw: meters must be a finite number, received undefined/);
+    // The edges: (2^31 - 1) / 1024 and -2^31 / 1024 m are the last meters a raw Int32 holds.
+    expect(toRaw((2 ** 31 - 1) / 1024)).toBe(2 ** 31 - 1);
+    expect(toRaw(-(2 ** 31) / 1024)).toBe(-(2 ** 31));
+    for (const far of [2 ** 31 / 1024, (-(2 ** 31) - 1) / 1024, 1e300]) expect(() => toRaw(far), String(far)).toThrow(/within ±2097152 m/);
+    // The library's own unchecked conversion agrees wherever toRaw answers, and passes the rest through.
+    for (const m of [0, 1.5, -2.5 / 1024, 4096, 1e-9]) expect(metersToRaw(m)).toBe(toRaw(m));
+    expect(metersToRaw(NaN)).toBeNaN();
+    expect(toMeters(2 ** 40)).toBe(2 ** 30);
   });
 });

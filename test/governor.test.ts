@@ -112,7 +112,7 @@ describe('World.setCaps', () => {
     expect(world.caps).toEqual({ walkCap: 300, ghostCap: 50 });
     world.setCaps({ walkCap: 1 });
     expect(world.caps).toEqual({ walkCap: 1, ghostCap: 50 });
-    for (const bad of [{ walkCap: 301 }, { walkCap: 0 }, { ghostCap: 201 }, { ghostCap: 2.5 }, { ghostCap: NaN }, { walkCap: '3' }]) {
+    for (const bad of [{ walkCap: 301 }, { walkCap: 0 }, { walkCap: Infinity }, { ghostCap: 201 }, { ghostCap: 2.5 }, { ghostCap: NaN }, { walkCap: '3' }]) {
       expect(() => world.setCaps(bad as never), JSON.stringify(bad)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     }
     expect(() => world.setCaps({ cap: 3 } as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_OPTION' }));
@@ -126,6 +126,7 @@ describe('World.setCaps', () => {
     uncapped.setCaps({ walkCap: 64 });
     uncapped.setCaps({ walkCap: Infinity });
     expect(uncapped.caps.walkCap).toBe(uncapped.config.walkCap);
+    expect(uncapped.config.walkCap).toBe(2 ** 31 - 1); // Infinity, as built
     world.close();
     uncapped.close();
   });
@@ -287,11 +288,15 @@ describe('run() with the governor', () => {
     expect(firstShed).toBeLessThan(15);
     // Settled: from 60 ticks after the start to the end of the overload, ticks start on time but
     // for a stall of the machine now and then (late by more than 25 ms: a loaded machine wakes
-    // timers late, or collects garbage): none two ticks in a row, at most 1 in 20.
+    // timers late, or collects garbage): at most 1 in 20, and never three in a row (a stall makes
+    // the tick due during it late, and perhaps the one that catches up after it; without the
+    // governor every tick is late).
     const settled = reports.slice(60, OVERLOAD_END);
     const lateOn = settled.filter((r) => r.late);
     expect(lateOn.length).toBeLessThanOrEqual(settled.length / 20);
-    for (let i = 1; i < settled.length; i++) expect(settled[i].late && settled[i - 1].late, `ticks ${i - 1} and ${i} late`).toBe(false);
+    for (let i = 2; i < settled.length; i++) {
+      expect(settled[i].late && settled[i - 1].late && settled[i - 2].late, `ticks ${i - 2} to ${i} late`).toBe(false);
+    }
     expect(Math.max(...settled.map((r) => r.governor.level))).toBeGreaterThanOrEqual(1);
     // Recovered: the last ticks shed nothing.
     expect(reports[reports.length - 1].governor).toMatchObject({ level: 0, loadFactor: 1 });

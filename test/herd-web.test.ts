@@ -77,4 +77,18 @@ describe('sightline herd --web', () => {
       expect(r.stderr).toMatch(/--web/);
     });
   }
+
+  it('a port in use is one coded line on stderr and exit code 1, no stack', async () => {
+    const { createServer } = await import('node:net');
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => taken.close(() => resolve())));
+    const port = (taken.address() as { port: number }).port;
+    const r = spawnSync(process.execPath, [cli, 'herd', '--web', '--web-port', String(port), '--scenario', 'uniform', '--entities', '100', '--seconds', '1', '--no-progress'], {
+      cwd: root,
+      encoding: 'utf8',
+    });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`^sightline: --web: cannot listen on 127\\.0\\.0\\.1:${port}: listen EADDRINUSE.*\\(ERR_SIGHTLINE_NET_BIND\\)\\n$`));
+  });
 });

@@ -37,6 +37,18 @@ describe('TickMetrics', () => {
     m.close();
   });
 
+  it('a run that ran no tick meets no target (an interrupted set-up measured nothing)', () => {
+    const { world } = lineWorld([10]);
+    const m = new TickMetrics(world, { eventLoop: false });
+    const r = m.report();
+    expect(r.ticks).toBe(0);
+    expect(r.targets.passP50Ms.met).toBe(false);
+    expect(r.targets.passP99Ms.met).toBe(false);
+    expect(r.targets.lateTicks.met).toBe(false);
+    expect(r.targets.allMet).toBe(false);
+    m.close();
+  });
+
   it('packet counters match the tick stats', async () => {
     const { world } = lineWorld([10, 20, 30, 300]);
     const m = new TickMetrics(world, { eventLoop: false });

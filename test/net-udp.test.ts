@@ -17,14 +17,18 @@ import {
   type WelcomeMessage,
 } from '../lib/net/protocol.js';
 import { ConnectionRefusedError } from '../lib/net/transport.js';
+import { nativePathAvailable } from '../lib/net/native-path.js';
 import { rng } from './helpers/model.js';
 import { HOST, caughtUp, client, config, harness, mismatches, rawHandshake, rawSocket, runCleanups, until, cleanups } from './helpers/net.js';
 
 afterEach(runCleanups);
 
-describe('UDP transport on loopback', () => {
+// Every test runs on both data paths where the platform has the native one.
+const PATHS: ('native' | 'dgram')[] = nativePathAvailable() ? ['native', 'dgram'] : ['dgram'];
+
+describe.each(PATHS)('UDP transport on loopback (%s data path)', (dataPath) => {
   it('two clients connect, receive every tick, and hold what the server believes they hold', async () => {
-    const h = await harness();
+    const h = await harness({ dataPath });
     const spawned: number[] = [];
     const a = await client(h, { onSpawn: (id) => spawned.push(id) });
     const b = await client(h);
@@ -60,6 +64,7 @@ describe('UDP transport on loopback', () => {
     let connects = 0;
     const errors: unknown[] = [];
     const h = await harness({
+      dataPath,
       maxClients: 1,
       onError: (e) => errors.push(e),
       onConnect: () => {
@@ -105,7 +110,7 @@ describe('UDP transport on loopback', () => {
   });
 
   it('garbage, truncated and oversized datagrams are counted and dropped; a good client keeps receiving', async () => {
-    const h = await harness();
+    const h = await harness({ dataPath });
     const good = await client(h);
     const raw = await rawSocket();
     const r = rng(5);
@@ -157,7 +162,7 @@ describe('UDP transport on loopback', () => {
   });
 
   it('a silent client times out; a client that keeps alive does not', async () => {
-    const h = await harness({ timeoutMs: 300, keepaliveMs: 100 });
+    const h = await harness({ dataPath, timeoutMs: 300, keepaliveMs: 100 });
     const alive = await client(h, { keepaliveMs: 50 });
     const raw = await rawSocket();
     const welcome = (await rawHandshake(raw, h.port, 77)) as WelcomeMessage;
@@ -181,8 +186,10 @@ describe('UDP transport on loopback', () => {
     expect(raw.inbox.find((m) => m.type === MSG_PING)).toEqual({ type: MSG_PING, token: welcome.token });
   });
 
-  it('sends beyond the in-flight cap are dropped and counted, never queued', async () => {
-    const h = await harness({ maxInFlightSends: 1 });
+  // The in-flight cap is the dgram path's (the native path drops what the kernel refuses: the C++
+  // checks count those, build/sanitize's "native send" lines).
+  it.runIf(dataPath === 'dgram')('sends beyond the in-flight cap are dropped and counted, never queued', async () => {
+    const h = await harness({ dataPath, maxInFlightSends: 1 });
     await client(h);
     await client(h);
     await h.tick();
@@ -192,24 +199,39 @@ describe('UDP transport on loopback', () => {
   });
 
   it('sendTick of something that is not a TickResult, or of an expired one, is a coded error and sends nothing', async () => {
-    const h = await harness();
+    const h = await harness({ dataPath });
     const { c, avatar } = await client(h);
     const before = { ...h.server.counters };
     for (const bad of [null, undefined, 'x', {}, { count: 1 }, { count: 1.5, viewerAt: () => avatar, bytesAt: () => new Uint8Array(16) }]) {
       expect(() => h.server.sendTick(bad as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     }
-    const old = await h.world.tick();
-    await h.world.tick();
-    const fresh = h.world.tick();
-    expect(() => h.server.sendTick(old)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_RESULT_EXPIRED' }));
-    expect(h.server.counters).toEqual(before);
-    expect(h.server.sendTick(await fresh)).toBe(1);
-    expect(h.server.counters.packetsSent).toBe(before.packetsSent + 1);
+    if (dataPath === 'dgram') {
+      const old = await h.world.tick();
+      await h.world.tick();
+      const fresh = h.world.tick();
+      expect(() => h.server.sendTick(old)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_RESULT_EXPIRED' }));
+      expect(h.server.counters).toEqual(before);
+      expect(h.server.sendTick(await fresh)).toBe(1);
+      expect(h.server.counters.packetsSent).toBe(before.packetsSent + 1);
+    } else {
+      // The world's ticks send their own packets on this path; sendTick says how many went.
+      const old = await h.world.tick();
+      await h.world.tick();
+      const fresh = await h.world.tick();
+      const sent = { ...h.server.counters };
+      expect(sent.packetsSent).toBe(before.packetsSent + 3);
+      expect(() => h.server.sendTick(old)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_RESULT_EXPIRED' }));
+      expect(h.server.sendTick(fresh)).toBe(1);
+      expect(h.server.counters.packetsSent).toBe(sent.packetsSent);
+      // A second sendTick of the same result sends it again, as on the dgram path.
+      expect(h.server.sendTick(fresh)).toBe(1);
+      expect(h.server.counters.packetsSent).toBe(sent.packetsSent + 1);
+    }
     await caughtUp(h, c, avatar);
   });
 
   it('send() of something that is not a packet is a coded error and sends nothing; a world that is not one, or of another config, is refused', async () => {
-    const h = await harness();
+    const h = await harness({ dataPath });
     const { avatar } = await client(h);
     const before = { ...h.server.counters };
     const packet = new Uint8Array(16);
@@ -248,7 +270,7 @@ describe('UDP transport on loopback', () => {
     for (const options of [5, 'x', true]) {
       expect(() => new UdpClient(options as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     }
-    const h = await harness();
+    const h = await harness({ dataPath });
     const avatar = await c.connect(HOST, h.port, config.protocolHash);
     expect(h.server.has(avatar)).toBe(true);
   });
@@ -289,7 +311,7 @@ describe('UDP transport on loopback', () => {
   it('close() while listen() binds: listen() rejects with ERR_SIGHTLINE_NET_CLOSED and the server stays closed', async () => {
     const world = new World(config, { capacity: 8, threads: 1 });
     // A host name: the bind waits for a lookup (an IP literal binds at once, before close() could run).
-    const server = new UdpServer({ config, world, address: 'localhost', onConnect: () => 0 });
+    const server = new UdpServer({ config, world, address: 'localhost', dataPath, onConnect: () => 0 });
     const listening = server.listen();
     await server.close();
     await expect(listening).rejects.toMatchObject({ code: 'ERR_SIGHTLINE_NET_CLOSED' });
@@ -299,7 +321,7 @@ describe('UDP transport on loopback', () => {
   });
 
   it('a new HELLO from the same address replaces the session; closing the server says BYE to clients', async () => {
-    const h = await harness();
+    const h = await harness({ dataPath });
     const raw = await rawSocket();
     const w1 = (await rawHandshake(raw, h.port, 1)) as WelcomeMessage;
     const w2 = (await rawHandshake(raw, h.port, 2)) as WelcomeMessage;

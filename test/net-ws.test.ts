@@ -200,6 +200,38 @@ describe('WebSocket transport', () => {
     expect(mismatches(h.world, victim.avatar, victim.c.world)).toEqual([]);
   });
 
+  it("what a peer can cause at will is counted, not reported: frames over the size limit or breaking the protocol, and requests that never finish", async () => {
+    const reported: string[] = [];
+    const h = await wsHarness({ timeoutMs: 600, keepaliveMs: 100, onError: (e) => reported.push((e as Error).message) });
+    const victim = await wsClient(h, { keepaliveMs: 50 });
+    // A binary frame over the largest client message: ws closes the connection with 1009.
+    const big = await rawWs(h.url);
+    big.ws.send(Buffer.alloc(2000, 0xa0));
+    await until('the oversized frame', () => big.closed(), 3000);
+    expect(h.server.malformedCodes).toEqual({ WS_ERR_UNSUPPORTED_MESSAGE_LENGTH: 1 });
+    expect(h.server.counters.malformed).toBe(1);
+    // A request that never finishes its headers (a slow-loris socket) is closed after timeoutMs.
+    const { connect } = await import('node:net');
+    const port = Number(new URL(h.url).port);
+    const slow = connect(port, '127.0.0.1');
+    cleanups.push(() => void slow.destroy());
+    slow.write('GET / HTTP/1.1\r\nHost: x\r\n');
+    const opened = Date.now();
+    const reply = await new Promise<string>((resolve) => {
+      let got = '';
+      slow.on('data', (d: Buffer) => (got += d.toString())).once('close', () => resolve(got)).once('error', () => undefined);
+    });
+    expect(reply).toMatch(/^HTTP\/1\.1 408 /);
+    expect(Date.now() - opened).toBeLessThan(5000); // Node's own default would be 60 s
+    expect(reported).toEqual([]);
+    for (let t = 0; t < 3; t++) {
+      await h.tick();
+      await caughtUp(h, victim.c, victim.avatar);
+    }
+    expect(victim.c.state).toBe('connected');
+    expect(mismatches(h.world, victim.avatar, victim.c.world)).toEqual([]);
+  });
+
   it('attaches to an HTTP server on a path of its own, leaving other requests and upgrades to it', async () => {
     const http = createServer((_req, res) => res.end('page'));
     const other = new WebSocketServer({ noServer: true });

@@ -1,6 +1,12 @@
 import { describe, it, expect } from 'vitest';
 import { World, WorldConfig } from '../lib/index.js';
 import { rng } from './helpers/model.js';
+import { spawnSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 const config = WorldConfig.build();
 
@@ -171,5 +177,19 @@ describe('TickResult packet index', () => {
     expect(() => r.viewerAt(0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     expect(() => r.bytesAt(0)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
     expect(r.packets).toEqual([]);
+  });
+});
+
+// `threads: 0` sizes the pool by the CPUs the process may run on, not the machine's: a process
+// pinned to one CPU (taskset, a container's cpuset) gets one thread, not one per core.
+const taskset = spawnSync('taskset', ['--version']).status === 0;
+describe.runIf(process.platform === 'linux' && taskset)('threads: 0', () => {
+  it('is one thread per CPU of the affinity mask', () => {
+    const script = "import('sightline').then(({ World, WorldConfig }) => { const w = new World(WorldConfig.build(), { capacity: 4, threads: 0 }); console.log(w.threads); w.close(); })";
+    const pinned = spawnSync('taskset', ['-c', '0', process.execPath, '-e', script], { cwd: root, encoding: 'utf8' });
+    expect(pinned.stderr).toBe('');
+    expect(pinned.stdout.trim()).toBe('1');
+    const free = spawnSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' });
+    expect(free.stdout.trim()).toBe(String(Math.min(256, availableParallelism())));
   });
 });

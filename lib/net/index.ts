@@ -10,3 +10,5 @@ export { UdpClient } from './udp-client.js';
 export type { UdpClientOptions, UdpClientCounters } from './udp-client.js';
 export { WsServer } from './ws-server.js';
 export type { WsServerOptions, WsServerCounters } from './ws-server.js';
+export { UdpClientSwarm } from './client-swarm.js';
+export type { UdpClientSwarmOptions, SwarmClientCounters, SwarmConnectResult } from './client-swarm.js';

@@ -49,6 +49,19 @@ const ACK_CREDIT_START = 8;
 const GENERIC_REFUSAL = 'the server refused the connection';
 
 /**
+ * What an adapter with a receive path of its own must hear of its host's sessions (UdpServer's
+ * native data path keeps a copy of each, and checks and answers ACKs and PINGs without the host).
+ */
+export interface SessionHooks<P extends Endpoint> {
+  /** A session began: it is in `byKey` and `byViewer`, its WELCOME not yet sent. */
+  opened?(s: Session<P>): void;
+  /** A session ended: it is out of `byKey` and `byViewer`; its BYE and `onDisconnect` follow. */
+  closed?(s: Session<P>): void;
+  /** A reliable input was taken: the session's input acknowledgement (`s.input.ack`, `ackBits`) may have changed. */
+  inputAcked?(s: Session<P>): void;
+}
+
+/**
  * The session protocol's server half. Not a transport by itself: an adapter feeds it what it
  * receives (`handle`), stamps each game packet it sends (`stamp`) and sends the control messages
  * it asks for.
@@ -72,12 +85,14 @@ export class SessionHost<P extends Endpoint> {
   readonly #inputBurst: number;
   readonly #tickMicros: number;
   readonly #cookies: CookieJar;
+  readonly #hooks: SessionHooks<P> | undefined;
 
   /**
    * @param what the adapter's name, for messages
    * @param sendControl sends one control message (the adapter applies its caps and counts)
    * @param ended called when a session ends, after its BYE was sent and before `onDisconnect`
    *   (a connection-oriented adapter closes the connection there)
+   * @param hooks what the adapter hears of sessions beginning and ending (see {@link SessionHooks})
    * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (config without a protocol hash, onConnect not a
    *   function, an option out of range, a world that is not one or has another protocol hash).
    */
@@ -87,6 +102,7 @@ export class SessionHost<P extends Endpoint> {
     counters: SessionCounters,
     sendControl: (bytes: Uint8Array, to: P) => void,
     ended?: (s: Session<P>, reason: DisconnectReason) => void,
+    hooks?: SessionHooks<P>,
   ) {
     const { config } = options;
     if (typeof config !== 'object' || config === null || typeof config.protocolHash !== 'number') {
@@ -113,6 +129,7 @@ export class SessionHost<P extends Endpoint> {
     this.#acknowledge = acknowledgeOf(options.world);
     this.#send = sendControl;
     this.#ended = ended;
+    this.#hooks = hooks;
     this.counters = counters;
     this.#maxClients = intOption('maxClients', options.maxClients, 4096, 1, 1 << 20);
     this.timeoutMs = intOption('timeoutMs', options.timeoutMs, 5000, 1, 3_600_000);
@@ -217,6 +234,7 @@ export class SessionHost<P extends Endpoint> {
   end(s: Session<P>, reason: DisconnectReason, bye: number | undefined): void {
     if (this.byKey.get(s.key) === s) this.byKey.delete(s.key);
     if (this.byViewer.get(s.viewer) === s) this.byViewer.delete(s.viewer);
+    this.#hooks?.closed?.(s);
     const c = this.counters;
     c.disconnects++;
     if (reason === 'timeout') c.timeouts++;
@@ -292,19 +310,30 @@ export class SessionHost<P extends Endpoint> {
     }
     s.ackCredit--;
     c.acks++;
+    this.passOn(s.viewer, ack, ackBits, true);
+  }
+
+  /**
+   * Passes on an ACK that passed the checks: to `onAck`, then (when `toWorld`, and its viewer still
+   * has a session) to `world.acknowledge`, filing what the world refuses (`acksUnused`, `badAcks`).
+   * An adapter that checked the ACK itself calls it (the native data path, whose World may have
+   * taken the ACK already: `toWorld` false then).
+   */
+  passOn(viewer: EntityId, ack: number, ackBits: number, toWorld: boolean): void {
+    const c = this.counters;
     const onAck = this.#listener.onAck;
     if (onAck !== undefined) {
       try {
-        onAck.call(this.#listener, s.viewer, ack, ackBits);
+        onAck.call(this.#listener, viewer, ack, ackBits);
       } catch (e) {
         c.listenerErrors++;
         this.report(e);
       }
     }
     const ackFn = this.#acknowledge;
-    if (ackFn !== undefined && this.byViewer.get(s.viewer) === s) {
+    if (ackFn !== undefined && toWorld && this.byViewer.has(viewer)) {
       try {
-        ackFn(s.viewer, ack, ackBits);
+        ackFn(viewer, ack, ackBits);
       } catch (e) {
         const kind = classifyAckError(e);
         if (kind === 'unused') c.acksUnused++;
@@ -356,6 +385,7 @@ export class SessionHost<P extends Endpoint> {
     if (outcome === 'held') c.inputsHeld++;
     else if (outcome === 'repeated') c.inputsRepeated++;
     else if (outcome === 'ahead') c.inputsAhead++;
+    this.#hooks?.inputAcked?.(s);
   }
 
   #deliver(s: Session<P>, bytes: Uint8Array, kind: 0 | 1, sequence: number): void {
@@ -486,6 +516,7 @@ export class SessionHost<P extends Endpoint> {
     };
     this.byKey.set(key, s);
     this.byViewer.set(avatar, s);
+    this.#hooks?.opened?.(s);
     c.connects++;
     this.#send(welcome, from);
   }

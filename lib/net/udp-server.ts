@@ -1,61 +1,22 @@
-// The UDP transport, server side: one node:dgram socket for every client. The session protocol
-// (handshake, token checks, acks, input, timeouts) is the SessionHost's; this file owns the
-// socket, the per-client routing of a tick's packets and the bounded sends.
+// The UDP transport, server side: one socket for every client. The session protocol (handshake,
+// token checks, acks, input, timeouts) is the SessionHost's; this file owns the socket, the
+// per-client routing of a tick's packets and the bounded sends. Two data paths: the native one
+// (Linux, the default where the addon has it: udp-native.ts) and node:dgram (here).
 import dgram from 'node:dgram';
 import { SightlineError, describe, isUint8Array } from '../errors.js';
 import type { EntityId } from '../world.js';
 import { ByeReason } from './control-types.js';
 import { checkListenerOptions, intOption } from './options.js';
-import { SERVER_CALLBACKS, SESSION_SERVER_OPTIONS, SessionHost, type Endpoint, type SessionServerOptions } from './session-host.js';
+import { nativePathAvailable } from './native-path.js';
+import { SERVER_CALLBACKS, SessionHost, type Endpoint } from './session-host.js';
 import { sendOneVia, sendTickVia, type RouteHooks, type RouteScratch } from './tick-route.js';
-import { checkPacketBytes, checkTickPackets, zeroSessionCounters, type SessionCounters, type TickPackets, type Transport } from './transport.js';
+import { checkPacketBytes, checkTickPackets, zeroSessionCounters, type TickPackets, type Transport } from './transport.js';
 import { checkAddress, endpointKey, lookupLiteral } from './udp-common.js';
+import { NATIVE_SEND_BUFFER_BYTES, NativeSocket } from './udp-native.js';
+import { DEFAULT_RECV_BUFFER_BYTES, SERVER_OPTIONS, type UdpServerCounters, type UdpServerOptions } from './udp-options.js';
 
 export type { ServerLayout } from './session-host.js';
-
-export interface UdpServerOptions extends SessionServerOptions {
-  /** Address to bind: an IP literal of the socket's family or a host name. Default `'0.0.0.0'` (`'::'` for udp6). */
-  address?: string;
-  /** Port to bind; 0 picks a free one (see {@link UdpServer.port}). Default 0. */
-  port?: number;
-  /** Socket family. Default `'udp4'`. */
-  type?: 'udp4' | 'udp6';
-  /**
-   * Sends issued whose completion callback has not run yet, at most. A send beyond it is dropped
-   * and counted. Also the most packets one `sendTick` can issue. Default 65536.
-   */
-  maxInFlightSends?: number;
-  /**
-   * Sends waiting in the socket's queue (the kernel buffer was full), at most. While the queue
-   * holds this many, sends are dropped and counted. Default 256.
-   */
-  maxQueuedSends?: number;
-  /**
-   * SO_RCVBUF, bytes (the OS may cap or double it; on Linux the cap is net.core.rmem_max).
-   * Default 4 MiB. Every client's ACK arrives in the same few milliseconds after a tick's packets:
-   * with the usual OS default (about 208 KiB, some 250 small datagrams) a burst from more clients
-   * overflows it, and the kernel drops the excess without telling anyone.
-   */
-  recvBufferSize?: number;
-  /** SO_SNDBUF, bytes (the OS may cap or double it). Default: the OS default. */
-  sendBufferSize?: number;
-}
-
-/** Counters of a {@link UdpServer}. */
-export interface UdpServerCounters extends SessionCounters {
-  /** Control datagrams sent (CHALLENGE, WELCOME, REFUSE, BYE, PING). */
-  controlSent: number;
-  /** Control datagrams not sent: the send cap was reached. */
-  controlDropped: number;
-  /** Errors the socket emitted. */
-  socketErrors: number;
-}
-
-/** The receive buffer a server asks for unless told otherwise (see UdpServerOptions.recvBufferSize). */
-const DEFAULT_RECV_BUFFER_BYTES = 4 << 20;
-const SERVER_OPTIONS: readonly string[] = [
-  ...SESSION_SERVER_OPTIONS, 'address', 'port', 'type', 'maxInFlightSends', 'maxQueuedSends', 'recvBufferSize', 'sendBufferSize',
-];
+export type { UdpServerOptions, UdpServerCounters } from './udp-options.js';
 
 /**
  * UDP transport, server side.
@@ -77,7 +38,8 @@ const SERVER_OPTIONS: readonly string[] = [
  */
 export class UdpServer implements Transport {
   readonly #host: SessionHost<Endpoint>;
-  readonly #socket: dgram.Socket;
+  readonly #socket: dgram.Socket | undefined;
+  readonly #native: NativeSocket | undefined;
   readonly #address: string;
   readonly #requestedPort: number;
   readonly #maxInFlight: number;
@@ -89,13 +51,14 @@ export class UdpServer implements Transport {
     controlSent: 0,
     controlDropped: 0,
     socketErrors: 0,
+    receiveDropped: 0,
   };
   #inFlight = 0;
   #state: 'idle' | 'binding' | 'listening' | 'closing' | 'closed' = 'idle';
   #sweepTimer: ReturnType<typeof setInterval> | undefined;
   #abortListen: (() => void) | undefined;
   #port = 0;
-  // Per-tick scratch and what sendTickVia asks of this adapter.
+  // Per-tick scratch and what sendTickVia asks of this adapter (dgram path).
   readonly #route: RouteScratch<Endpoint> = { sessions: [], views: [] };
   readonly #routeHooks: RouteHooks<Endpoint> = {
     canSend: () => this.#canSend(),
@@ -114,16 +77,62 @@ export class UdpServer implements Transport {
     if (type !== 'udp4' && type !== 'udp6') {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `type must be 'udp4' or 'udp6', received ${describe(type)}`);
     }
-    this.#host = new SessionHost('UdpServer', options, this.#counters, this.#sendControl);
+    const dataPath = options.dataPath ?? (nativePathAvailable() ? 'native' : 'dgram');
+    if (dataPath !== 'native' && dataPath !== 'dgram') {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `dataPath must be 'native' or 'dgram', received ${describe(dataPath)}`);
+    }
+    if (dataPath === 'native' && !nativePathAvailable()) {
+      throw new SightlineError('ERR_SIGHTLINE_NET_UNAVAILABLE', `dataPath 'native' needs Linux and an addon built with it; this is ${process.platform}: use 'dgram'`);
+    }
     this.#address = options.address === undefined ? (type === 'udp6' ? '::' : '0.0.0.0') : checkAddress('address', options.address, type);
     this.#requestedPort = intOption('port', options.port, 0, 0, 65535);
     this.#maxInFlight = intOption('maxInFlightSends', options.maxInFlightSends, 65536, 1, 1 << 24);
     this.#maxQueued = intOption('maxQueuedSends', options.maxQueuedSends, 256, 1, 1 << 24);
     this.#recvBufferSize = intOption('recvBufferSize', options.recvBufferSize, DEFAULT_RECV_BUFFER_BYTES, 1, 2 ** 31 - 1);
     this.#sendBufferSize = options.sendBufferSize === undefined ? undefined : intOption('sendBufferSize', options.sendBufferSize, 0, 1, 2 ** 31 - 1);
+    if (dataPath === 'native') {
+      this.#native = new NativeSocket({
+        address: this.#address,
+        port: this.#requestedPort,
+        type,
+        maxClients: intOption('maxClients', options.maxClients, 4096, 1, 1 << 20),
+        recvBufferSize: this.#recvBufferSize,
+        sendBufferSize: this.#sendBufferSize ?? NATIVE_SEND_BUFFER_BYTES,
+        listener: options,
+        counters: this.#counters,
+      });
+      this.#host = new SessionHost('UdpServer', options, this.#counters, this.#sendControl, undefined, this.#native.hooks);
+      this.#native.host = this.#host;
+      return;
+    }
+    this.#host = new SessionHost('UdpServer', options, this.#counters, this.#sendControl);
     this.#socket = dgram.createSocket({ type, lookup: lookupLiteral });
     this.#socket.on('message', this.#onMessage);
     this.#socket.on('error', this.#onSocketError);
+  }
+
+  /** Whether this platform's addon has the native data path (Linux): the default `dataPath` then. */
+  static get nativeDataPath(): boolean {
+    return nativePathAvailable();
+  }
+
+  /** The data path in use: `'native'` or `'dgram'` (see {@link UdpServerOptions.dataPath}). */
+  get dataPath(): 'native' | 'dgram' {
+    return this.#native === undefined ? 'dgram' : 'native';
+  }
+
+  /**
+   * Native path: what the attached World's last tick did here: packets sent, dropped (EAGAIN,
+   * ENOBUFS), failed and unrouted; the send's and the ACKs' time on the pool, µs; ACKs applied,
+   * refused as unused or invalid. Undefined on the dgram path or without a World.
+   */
+  get lastTick(): ReturnType<NativeSocket['lastTick']> {
+    return this.#native?.lastTick();
+  }
+
+  /** The socket buffer sizes the kernel granted, bytes (getsockopt: Linux reports twice what it grants the payload), once listening on the native path. */
+  get socketBuffers(): { send: number; recv: number } | undefined {
+    return this.#native?.buffers;
   }
 
   /**
@@ -136,10 +145,12 @@ export class UdpServer implements Transport {
       return Promise.reject(new SightlineError('ERR_SIGHTLINE_NET_STATE', `listen() needs a new server, this one is ${this.#state}`));
     }
     this.#state = 'binding';
+    if (this.#native !== undefined) return this.#listenNative(this.#native);
+    const socket = this.#socket!;
     return new Promise((resolve, reject) => {
       const settle = () => {
-        this.#socket.off('error', onError);
-        this.#socket.off('listening', onListening);
+        socket.off('error', onError);
+        socket.off('listening', onListening);
         this.#abortListen = undefined;
       };
       // close() before the bind completed: listen() fails, and the socket is close()'s to close.
@@ -151,7 +162,7 @@ export class UdpServer implements Transport {
         settle();
         this.#state = 'closed';
         try {
-          this.#socket.close();
+          socket.close();
         } catch {
           // already closed
         }
@@ -161,22 +172,42 @@ export class UdpServer implements Transport {
         settle();
         this.#state = 'listening';
         try {
-          this.#socket.setRecvBufferSize(this.#recvBufferSize);
+          socket.setRecvBufferSize(this.#recvBufferSize);
         } catch (e) {
           this.#counters.socketErrors++; // the OS refused the size: it keeps its own
           this.#host.report(e);
         }
-        if (this.#sendBufferSize !== undefined) this.#socket.setSendBufferSize(this.#sendBufferSize);
-        const a = this.#socket.address();
+        if (this.#sendBufferSize !== undefined) socket.setSendBufferSize(this.#sendBufferSize);
+        const a = socket.address();
         this.#port = a.port;
         this.#sweepTimer = setInterval(this.#sweep, this.#host.sweepPeriodMs);
         this.#sweepTimer.unref();
         resolve({ address: a.address, port: a.port });
       };
-      this.#socket.once('error', onError);
-      this.#socket.once('listening', onListening);
-      this.#socket.bind(this.#requestedPort, this.#address);
+      socket.once('error', onError);
+      socket.once('listening', onListening);
+      socket.bind(this.#requestedPort, this.#address);
     });
+  }
+
+  async #listenNative(n: NativeSocket): Promise<{ address: string; port: number }> {
+    let bound: { address: string; port: number };
+    try {
+      bound = await n.listen();
+    } catch (e) {
+      if (this.#state === 'binding') this.#state = 'closed';
+      throw e;
+    }
+    // close() before the bind completed: listen() fails, and the path is closed now.
+    if (this.#state !== 'binding') {
+      n.close();
+      throw new SightlineError('ERR_SIGHTLINE_NET_CLOSED', 'the server was closed before listen() had bound it');
+    }
+    this.#state = 'listening';
+    this.#port = bound.port;
+    this.#sweepTimer = setInterval(this.#sweep, this.#host.sweepPeriodMs);
+    this.#sweepTimer.unref();
+    return bound;
   }
 
   /** The bound port (0 before `listen` resolves). */
@@ -189,14 +220,23 @@ export class UdpServer implements Transport {
     return this.#host.byViewer.size;
   }
 
-  /** Running totals (live object). */
+  /** Running totals (live object; on the native path its fields are brought up to date each time this is read). */
   get counters(): Readonly<UdpServerCounters> {
-    return this.#counters;
+    return this.#native?.counters() ?? this.#counters;
   }
 
-  /** Malformed datagrams by the decoder's error code (live object; `ERR_SIGHTLINE_NET_WRONG_DIRECTION` for a WELCOME, REFUSE, CHALLENGE or game packet sent to the server). */
+  /**
+   * Malformed datagrams by the decoder's error code (live object; `ERR_SIGHTLINE_NET_WRONG_DIRECTION` for a WELCOME, REFUSE, CHALLENGE or
+   * game packet sent to the server). On the native path, datagrams longer than any client message are counted before they reach
+   * JavaScript, under the code the decoder gives them (the object is a copy then).
+   */
   get malformedCodes(): Readonly<Record<string, number>> {
-    return this.#host.malformedCodes;
+    const codes = this.#host.malformedCodes;
+    const long = this.#native?.longCodes();
+    if (long === undefined || Object.keys(long).length === 0) return codes;
+    const merged: Record<string, number> = { ...codes };
+    for (const [code, k] of Object.entries(long)) merged[code] = (merged[code] ?? 0) + k;
+    return merged;
   }
 
   /** Sends issued whose completion has not been reported yet. */
@@ -236,6 +276,7 @@ export class UdpServer implements Transport {
       c.packetsUnrouted += n;
       return 0;
     }
+    if (this.#native !== undefined) return this.#native.sendTick(result);
     return sendTickVia(this.#host, result, this.#route, this.#routeHooks);
   }
 
@@ -248,6 +289,11 @@ export class UdpServer implements Transport {
    */
   send(viewer: EntityId, bytes: Uint8Array): boolean {
     checkPacketBytes(bytes);
+    if (this.#native !== undefined) {
+      if (this.#state === 'listening') return this.#native.send(viewer, bytes);
+      this.#counters.packetsUnrouted++;
+      return false;
+    }
     return sendOneVia(this.#host, viewer, bytes, this.#state === 'listening', this.#routeHooks);
   }
 
@@ -270,9 +316,15 @@ export class UdpServer implements Transport {
     this.#abortListen?.();
     if (this.#sweepTimer !== undefined) clearInterval(this.#sweepTimer);
     this.#host.endAll('closed', wasOpen ? ByeReason.SHUTDOWN : undefined);
+    const socket = this.#socket;
+    if (socket === undefined) {
+      this.#native?.close();
+      this.#state = 'closed';
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       try {
-        this.#socket.close(() => {
+        socket.close(() => {
           this.#state = 'closed';
           resolve();
         });
@@ -286,13 +338,13 @@ export class UdpServer implements Transport {
   // ---------------------------------------------------------------------------------------------
 
   #canSend(): boolean {
-    return this.#inFlight < this.#maxInFlight && (this.#inFlight === 0 || this.#socket.getSendQueueCount() < this.#maxQueued);
+    return this.#inFlight < this.#maxInFlight && (this.#inFlight === 0 || this.#socket!.getSendQueueCount() < this.#maxQueued);
   }
 
   #issue(bytes: Uint8Array, to: Endpoint): void {
     this.#inFlight++;
     try {
-      this.#socket.send(bytes, to.port, to.address, this.#afterSend);
+      this.#socket!.send(bytes, to.port, to.address, this.#afterSend);
     } catch (e) {
       this.#inFlight--;
       this.#counters.sendErrors++;
@@ -307,6 +359,10 @@ export class UdpServer implements Transport {
 
   readonly #sendControl = (bytes: Uint8Array, to: Endpoint): void => {
     if (this.#state !== 'listening' && this.#state !== 'closing') return;
+    if (this.#native !== undefined) {
+      this.#native.sendControl(bytes, to);
+      return;
+    }
     if (!this.#canSend()) {
       this.#counters.controlDropped++;
       return;
@@ -344,10 +400,15 @@ export class UdpServer implements Transport {
     if (!isUint8Array(msg)) throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `msg must be a Uint8Array, received ${describe(msg)}`);
     if (typeof address !== 'string') throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `address must be a string, received ${describe(address)}`);
     intOption('port', port, 0, 0, 65535);
+    if (this.#native !== undefined) {
+      if (this.#state === 'listening') this.#native.inject(msg, address, port);
+      return;
+    }
     this.#onMessage(Buffer.from(msg), { address, port, family: address.includes(':') ? 'IPv6' : 'IPv4', size: msg.length });
   }
 
   readonly #sweep = (): void => {
-    this.#host.sweep();
+    if (this.#native !== undefined) this.#native.sweep();
+    else this.#host.sweep();
   };
 }

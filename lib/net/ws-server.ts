@@ -161,7 +161,15 @@ export class WsServer implements Transport {
       return Promise.reject(new SightlineError('ERR_SIGHTLINE_NET_STATE', `listen() needs a new server, this one is ${this.#state}`));
     }
     this.#state = 'binding';
-    const http = this.#given ?? createServer((_req, res) => res.writeHead(426, { 'content-type': 'text/plain' }).end('a sightline WebSocket endpoint: connect with a WebSocket\n'));
+    // A server of its own gives a connection timeoutMs to send its request's headers (Node's default
+    // is 60 s), so sockets that never finish their upgrade request do not pile up before
+    // maxPendingConnections can see them. A given server keeps its own limits.
+    const http =
+      this.#given ??
+      createServer(
+        { headersTimeout: this.#host.timeoutMs, requestTimeout: this.#host.timeoutMs, connectionsCheckingInterval: this.#host.sweepPeriodMs },
+        (_req, res) => res.writeHead(426, { 'content-type': 'text/plain' }).end('a sightline WebSocket endpoint: connect with a WebSocket\n'),
+      );
     this.#http = http;
     http.on('upgrade', this.#onUpgrade);
     return new Promise((resolve, reject) => {
@@ -345,6 +353,23 @@ export class WsServer implements Transport {
     this.#host.report(e);
   };
 
+  // A connection's error. What its peer can cause at will is counted and not reported (onError is
+  // the operator's, and a hostile client must not be able to flood it): a frame breaking the
+  // WebSocket protocol or over maxPayload (ws's WS_ERR_* codes; the connection closes, 1002 or
+  // 1009) is malformed, tallied under ws's code; a reset or broken connection is a socket error.
+  readonly #onConnectionError = (e: Error): void => {
+    const code = (e as NodeJS.ErrnoException).code ?? '';
+    if (code.startsWith('WS_ERR_')) {
+      this.#counters.malformed++;
+      const codes = this.#host.malformedCodes;
+      codes[code] = (codes[code] ?? 0) + 1;
+    } else if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ETIMEDOUT') {
+      this.#counters.socketErrors++;
+    } else {
+      this.#onError(e);
+    }
+  };
+
   readonly #onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     if (this.#path !== undefined) {
       const path = (req.url ?? '/').split('?')[0];
@@ -377,7 +402,7 @@ export class WsServer implements Transport {
     const conn: Connection = { address, port, key: endpointKey(address, port), ws, openedAt: nowMs(), closing: false };
     this.#connections.add(conn);
     ws.on('message', (data: RawData, isBinary: boolean) => this.#onMessage(conn, data, isBinary));
-    ws.on('error', this.#onError);
+    ws.on('error', this.#onConnectionError);
     ws.on('close', () => {
       this.#connections.delete(conn);
       const s = this.#host.byKey.get(conn.key);

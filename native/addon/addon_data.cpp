@@ -7,7 +7,7 @@
 namespace sightline::addon {
 
 std::shared_ptr<ThreadPool> AddonData::pool(unsigned threads) {
-  unsigned n = resolveThreadCount(threads, std::thread::hardware_concurrency());
+  unsigned n = resolveThreadCount(threads, usableCpuCount());
   std::lock_guard<std::mutex> lock(m);
   for (auto it = pools.begin(); it != pools.end();) it = it->second.expired() ? pools.erase(it) : std::next(it);
   std::shared_ptr<ThreadPool> p = pools[n].lock();

@@ -2,6 +2,8 @@
 // (module.cpp).
 #pragma once
 
+#include <napi.h>
+
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -20,6 +22,8 @@ struct AddonData {
   int inFlight = 0;
   // One pool per thread count, shared by the worlds that use it and freed with the last of them.
   std::map<unsigned, std::weak_ptr<ThreadPool>> pools;
+  // The NativeUdp class (Linux), to tell its instances apart (NativeWorld.attachTransport).
+  Napi::FunctionReference udpClass;
 
   // The pool of `threads` threads (0: all cores), made when none is alive.
   std::shared_ptr<ThreadPool> pool(unsigned threads);

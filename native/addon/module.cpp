@@ -8,6 +8,8 @@
 #include "addon_data.h"
 #include "cells.h"
 #include "config_object.h"
+#include "native_swarm.h"
+#include "native_udp.h"
 #include "native_world.h"
 #include "simd.h"
 #include "tick_meta.h"
@@ -34,6 +36,21 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("tickMetaFields", fields);
   exports.Set("kernels", Napi::String::New(env, simdEnabled() ? "avx512" : "portable"));
   exports.Set("profileGuided", Napi::Boolean::New(env, SIGHTLINE_PGO != 0));
+#if SIGHTLINE_NATIVE_UDP
+  Napi::Function udp = NativeUdp::Init(env);
+  data->udpClass = Napi::Persistent(udp);
+  exports.Set("NativeUdp", udp);
+  Napi::Array counterFields = Napi::Array::New(env, std::size(kUdpCounterFields));
+  for (uint32_t i = 0; i < std::size(kUdpCounterFields); ++i) counterFields.Set(i, Napi::String::New(env, kUdpCounterFields[i]));
+  exports.Set("udpCounterFields", counterFields);
+  Napi::Array tickFields = Napi::Array::New(env, std::size(kUdpTickFields));
+  for (uint32_t i = 0; i < std::size(kUdpTickFields); ++i) tickFields.Set(i, Napi::String::New(env, kUdpTickFields[i]));
+  exports.Set("udpTickFields", tickFields);
+  exports.Set("NativeSwarm", NativeSwarm::Init(env));
+  Napi::Array swarmFields = Napi::Array::New(env, std::size(kSwarmCounterFieldNames));
+  for (uint32_t i = 0; i < std::size(kSwarmCounterFieldNames); ++i) swarmFields.Set(i, Napi::String::New(env, kSwarmCounterFieldNames[i]));
+  exports.Set("swarmCounterFields", swarmFields);
+#endif
   return exports;
 }
 

@@ -45,6 +45,9 @@ Napi::Function NativeWorld::Init(Napi::Env env) {
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::Info>>("info"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::SetCaps>>("setCaps"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::OutputViews>>("outputViews"),
+#if SIGHTLINE_NATIVE_UDP
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::AttachTransport>>("attachTransport"),
+#endif
                          InstanceMethod<&NativeWorld::Close>("close"),
                      });
 }
@@ -156,6 +159,10 @@ Napi::Value NativeWorld::Close(const Napi::CallbackInfo& info) {
   positions_.Reset();
   fields_.Reset();
   for (auto& a : adopted_) a.Reset();
+#if SIGHTLINE_NATIVE_UDP
+  if (transport_) transport_->setAttached(false);
+  transport_.reset();
+#endif
   world_.reset();
   pool_.reset();
   return env.Undefined();

@@ -12,6 +12,9 @@
 
 #include "addon_data.h"
 #include "coded_error.h"
+#if SIGHTLINE_NATIVE_UDP
+#include "data_path.h"
+#endif
 #include "thread_pool.h"
 #include "world.h"
 
@@ -74,6 +77,14 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
 
   // native_world.cpp
   void requirePositions(Napi::Env env);
+  // The data path the next tick takes part with (null: none; always null without one).
+  std::shared_ptr<net::DataPath> transportForTick() const {
+#if SIGHTLINE_NATIVE_UDP
+    return transport_;
+#else
+    return nullptr;
+#endif
+  }
   void requireIdle(Napi::Env env, const char* what);
   // Tells V8 how much memory the engine holds now (napi_adjust_external_memory by the change
   // since the last report), so that a World dropped without close() is collected in time.
@@ -106,6 +117,11 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   // native_world_tick.cpp
   Napi::Value Tick(const Napi::CallbackInfo& info);
 
+#if SIGHTLINE_NATIVE_UDP
+  // native_world_transport.cpp: the native UDP data path a tick applies the ACKs of and sends with.
+  Napi::Value AttachTransport(const Napi::CallbackInfo& info);
+#endif
+
   // native_world_introspection.cpp: the snapshot, a gather, a ghost table, the world's info, the
   // caps in use.
   Napi::Value RebuildSnapshot(const Napi::CallbackInfo& info);
@@ -135,6 +151,9 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   uint32_t pendingAdds_ = 0;
   int64_t pendingOutputDelta_ = 0, pendingCountDelta_ = 0;
   int64_t reportedBytes_ = 0;  // external memory reported to V8 (reportMemory)
+#if SIGHTLINE_NATIVE_UDP
+  std::shared_ptr<net::DataPath> transport_;  // null: none attached
+#endif
 };
 
 }  // namespace sightline::addon

@@ -21,7 +21,7 @@ Napi::Value NativeWorld::Tick(const Napi::CallbackInfo& info) {
   // Everything the tick allocates comes first: the work, the engine's buffers (reserveTick) and
   // the JavaScript objects of its result (prepareSlot). Running out of memory in any of them
   // leaves the world as it was; startTick then starts the tick and cannot fail.
-  auto* worker = guarded(env, [&] { return new PassWorker(env, this, Value(), *world_, pool_, data_); });
+  auto* worker = guarded(env, [&] { return new PassWorker(env, this, Value(), *world_, pool_, data_, transportForTick()); });
   try {
     guarded(env, [&] { world_->reserveTick(pool_->size()); return 0; });
     try {

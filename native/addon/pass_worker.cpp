@@ -11,7 +11,13 @@ namespace sightline::addon {
 
 void PassWorker::Execute() {
   try {
+#if SIGHTLINE_NATIVE_UDP
+    if (transport_) transport_->applyAcks(world_, *pool_);
+#endif
     world_.runPass(*pool_);
+#if SIGHTLINE_NATIVE_UDP
+    if (transport_) transport_->sendTick(world_, *pool_);
+#endif
   } catch (const CoreError& e) {
     code_ = e.code();
     SetError(e.what());

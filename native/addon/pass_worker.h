@@ -8,6 +8,13 @@
 #include <string>
 
 #include "addon_data.h"
+#if SIGHTLINE_NATIVE_UDP
+#include "data_path.h"
+#else
+namespace sightline::net {
+class DataPath;  // the native UDP data path: Linux only
+}
+#endif
 #include "thread_pool.h"
 #include "world.h"
 
@@ -17,14 +24,17 @@ class NativeWorld;
 
 class PassWorker : public Napi::AsyncWorker {
  public:
+  // transport: the data path attached to the world, or null. Before the pass it applies the ACKs
+  // it queued, after it sends the tick's packets (net/data_path.h).
   PassWorker(Napi::Env env, NativeWorld* owner, Napi::Object self, World& world, std::shared_ptr<ThreadPool> pool,
-             AddonData* data)
+             AddonData* data, std::shared_ptr<net::DataPath> transport)
       : Napi::AsyncWorker(env, "sightline.pass"),
         deferred_(Napi::Promise::Deferred::New(env)),
         owner_(owner),
         world_(world),
         pool_(std::move(pool)),
-        data_(data) {
+        data_(data),
+        transport_(std::move(transport)) {
     self_ = Napi::Persistent(self);
   }
   Napi::Promise promise() { return deferred_.Promise(); }
@@ -39,6 +49,7 @@ class PassWorker : public Napi::AsyncWorker {
   World& world_;
   std::shared_ptr<ThreadPool> pool_;
   AddonData* data_;
+  std::shared_ptr<net::DataPath> transport_;
   std::string code_;
 };
 

@@ -10,13 +10,25 @@
 
 namespace sightline {
 
+unsigned usableCpuCount() {
+#if defined(__linux__)
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+    int n = CPU_COUNT(&allowed);
+    if (n > 0) return static_cast<unsigned>(n);
+  }
+#endif
+  return std::thread::hardware_concurrency();
+}
+
 unsigned resolveThreadCount(unsigned requested, unsigned detected) {
   if (requested == 0) return detected == 0 ? 1u : std::min(detected, 256u);
   return std::min(requested, 256u);
 }
 
 ThreadPool::ThreadPool(unsigned threads) {
-  unsigned n = resolveThreadCount(threads, std::thread::hardware_concurrency());
+  unsigned n = resolveThreadCount(threads, usableCpuCount());
   size_ = n;
 #if defined(__linux__)
   cpu_set_t allowed;

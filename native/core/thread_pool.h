@@ -30,8 +30,12 @@
 
 namespace sightline {
 
-// 0 = hardware concurrency (at least 1); anything else is used as given (capped at 256).
+// 0 = `detected` (at least 1, at most 256); anything else is used as given (capped at 256).
 unsigned resolveThreadCount(unsigned requested, unsigned detected);
+
+// The CPUs this process may run on: on Linux the count of its affinity mask (`taskset`, a
+// container's cpuset), elsewhere, or if that fails, std::thread::hardware_concurrency().
+unsigned usableCpuCount();
 
 // The size of the next guided chunk: remaining / parts, at least grain, at most remaining.
 uint32_t guidedChunk(uint32_t remaining, uint32_t grain, uint32_t parts);

@@ -334,10 +334,14 @@ void World::resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::O
   p.used = 0;
 }
 
-void World::checkAck(const Viewer& v, uint16_t ack, uint16_t sequence, uint32_t passes) {
+bool World::ackWasSent(uint16_t ack, uint16_t sequence, uint32_t passes) {
   // Sent so far: sequences [sequence - passes, sequence - 1] (all of them once passes >= 2^16).
   uint32_t back = uint16_t(uint16_t(sequence - 1) - ack);  // how many packets before the newest
-  if (passes == 0 || back >= passes)
+  return passes != 0 && back < passes;
+}
+
+void World::checkAck(const Viewer& v, uint16_t ack, uint16_t sequence, uint32_t passes) {
+  if (!ackWasSent(ack, sequence, passes))
     throw CoreError("ERR_SIGHTLINE_INVALID_ACK",
                     "ack " + std::to_string(ack) + " names a packet viewer " + std::to_string(v.avatarId) +
                         " was never sent (" +
@@ -358,6 +362,10 @@ void World::acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits) {
     throw CoreError("ERR_SIGHTLINE_ACKS_DISABLED", "viewer " + std::to_string(avatarId) +
                                                        " was added without { acks: true }; its packets are not logged");
   checkAck(v, ack, v.sequence, v.passes);
+  applyAck(v, ack, ackBits);
+}
+
+void World::applyAck(Viewer& v, uint16_t ack, uint32_t ackBits) {
   AckLog& log = *v.ackLog;
   if (!log.acknowledging) {
     // The first acknowledgement. Packets resolved before it were only assumed delivered (the

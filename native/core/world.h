@@ -318,6 +318,18 @@ class World {
   // resend despawns. Not during a pass. Throws ERR_SIGHTLINE_UNKNOWN_VIEWER,
   // ERR_SIGHTLINE_ACKS_DISABLED.
   void acknowledge(uint32_t avatarId, uint16_t ack, uint32_t ackBits);
+  // acks[0, n) applied as n acknowledge() calls in that order would apply them, in parallel on the
+  // pool: one viewer's acknowledgements change that viewer only, so each viewer's are applied in
+  // order on one thread (ack_batch.cpp). outcome[i] says what acknowledge() would have done with
+  // acks[i]: applied, refused as unused (ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_ACKS_DISABLED)
+  // or refused as invalid (ERR_SIGHTLINE_INVALID_ACK). Not during a pass; allocates nothing.
+  struct AckInput {
+    uint32_t viewer;
+    uint16_t ack;
+    uint32_t ackBits;
+  };
+  enum class AckOutcome : uint8_t { Applied = 0, Unused = 1, Invalid = 2 };
+  void acknowledgeAll(const AckInput* acks, size_t n, AckOutcome* outcome, ThreadPool& pool);
   // The checks acknowledge() makes of `ack`, against the packets sent before the current pass:
   // for the caller's thread while a pass runs. Throws ERR_SIGHTLINE_UNKNOWN_VIEWER,
   // ERR_SIGHTLINE_INVALID_ACK.
@@ -413,6 +425,10 @@ class World {
   uint32_t sectionFloor(uint32_t stateBytes) const;
   // Throws ERR_SIGHTLINE_INVALID_ACK unless `ack` is one of the `passes` sequences up to sequence - 1.
   static void checkAck(const Viewer& v, uint16_t ack, uint16_t sequence, uint32_t passes);
+  // Whether `ack` is one of the `passes` sequences up to sequence - 1 (what checkAck checks).
+  static bool ackWasSent(uint16_t ack, uint16_t sequence, uint32_t passes);
+  // acknowledge() once its checks have passed.
+  void applyAck(Viewer& v, uint16_t ack, uint32_t ackBits);
   void resolvePacket(Viewer& v, AckLog::Packet& p, uint32_t slot, AckLog::Outcome outcome) const;
 
   Config config_;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "arena.h"
+#include "check.h"
 #include "config.h"
 #include "errors.h"
 #include "gather.h"
@@ -69,28 +70,22 @@ void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::f
 
 namespace {
 
-int failures = 0, checks = 0;
+using test::checks;
+using test::failures;
 // Snapshots in which a dense cell was divided twice as finely (its sub-cell held the walk cap).
 uint64_t finerCells = 0;
 void countFinerCells(const Snapshot& snap) {
   for (uint32_t k = 0; k < snap.denseCells(); ++k) finerCells += snap.dense[k].level;
 }
 
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    ++checks;                                              \
-    if (!(cond)) {                                         \
-      ++failures;                                          \
-      std::fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                   \
-      std::fprintf(stderr, "\n");                          \
-    }                                                      \
-  } while (0)
-
 uint16_t u16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
 
-// Runs one seeded scenario; returns every packet's bytes, in order.
-std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t ticks) {
+// Runs one seeded scenario; returns every packet's bytes, in order. batchedAcks: each tick's
+// acknowledgements are applied together with World::acknowledgeAll (as a transport's are) rather
+// than one by one; outcomes, when given, receives what became of each (0 applied, 1 unused,
+// 2 invalid), in order.
+std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t ticks, bool batchedAcks = false,
+                                      std::vector<uint8_t>* outcomes = nullptr) {
   std::mt19937 rng(seed);
   auto uni = [&](int64_t lo, int64_t hi) { return lo + int64_t(rng() % uint64_t(hi - lo)); };
   ConfigInput in;
@@ -151,6 +146,27 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
   std::deque<Ack> inflight;
   std::vector<std::vector<uint8_t>> out;
   std::vector<std::vector<uint16_t>> received(1u << 21);
+  std::vector<uint32_t> removed;  // viewers removed: late acknowledgements name them (unused)
+  std::vector<World::AckInput> batch;
+  std::vector<World::AckOutcome> batchOutcome;
+  auto acknowledge = [&](uint32_t viewer, uint16_t ack, uint32_t bits) {
+    if (batchedAcks) {
+      batch.push_back({viewer, ack, bits});
+      return;
+    }
+    uint8_t outcome = 0;
+    try {
+      w.acknowledge(viewer, ack, bits);
+    } catch (const CoreError& e) {
+      // A late acknowledgement meant for an earlier viewer of the same avatar (removed, added again),
+      // a sequence never sent, a viewer without acks or gone.
+      outcome = e.code() == "ERR_SIGHTLINE_INVALID_ACK" ? 2 : 1;
+      CHECK(e.code() == "ERR_SIGHTLINE_INVALID_ACK" || e.code() == "ERR_SIGHTLINE_ACKS_DISABLED" ||
+                e.code() == "ERR_SIGHTLINE_UNKNOWN_VIEWER",
+            "acknowledge threw %s", e.code().c_str());
+    }
+    if (outcomes) outcomes->push_back(outcome);
+  };
   for (uint32_t t = 0; t < ticks; ++t) {
     int32_t *xs = w.entities().x(), *ys = w.entities().y();
     for (uint32_t id : live) {
@@ -174,6 +190,7 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
     if (rng() % 10 == 0 && !viewers.empty()) {
       size_t i = rng() % viewers.size();
       w.removeViewer(viewers[i]);
+      removed.push_back(viewers[i]);
       viewers.erase(viewers.begin() + std::ptrdiff_t(i));
     }
     if (rng() % 10 == 0) {
@@ -246,12 +263,18 @@ std::vector<std::vector<uint8_t>> run(uint32_t seed, unsigned threads, uint32_t 
         if (d >= 1 && d <= 32) bits |= 1u << (d - 1);
       }
       if (got.size() > 64) got.erase(got.begin());
-      try {
-        w.acknowledge(a.viewer, newest, bits);
-      } catch (const CoreError& e) {
-        // A late acknowledgement meant for an earlier viewer of the same avatar (removed, added again).
-        CHECK(e.code() == "ERR_SIGHTLINE_INVALID_ACK", "acknowledge threw %s", e.code().c_str());
-      }
+      acknowledge(a.viewer, newest, bits);
+    }
+    // What a transport passes on too: an acknowledgement for a viewer gone or without acks, and one
+    // of a sequence never sent.
+    if (!removed.empty() && rng() % 4 == 0) acknowledge(removed[rng() % removed.size()], uint16_t(rng()), 0);
+    if (!viewers.empty() && rng() % 4 == 0) acknowledge(viewers[rng() % viewers.size()], uint16_t(rng()), uint32_t(rng()));
+    if (batchedAcks) {
+      batchOutcome.resize(batch.size());
+      w.acknowledgeAll(batch.data(), batch.size(), batchOutcome.data(), pool);
+      if (outcomes)
+        for (World::AckOutcome o : batchOutcome) outcomes->push_back(uint8_t(o));
+      batch.clear();
     }
   }
   return out;
@@ -1056,6 +1079,11 @@ void changesPreparedDuringAPass() {
   std::printf("changes during a pass: 1,200 prepared while 4 passes ran, applied after each without allocating\n");
 }
 
+#if SIGHTLINE_NATIVE_UDP
+// native/test/net_checks.cpp: the native UDP data path (its checks in the same tally).
+void netChecks();
+#endif
+
 int main() {
   threadPoolRunsEachIndexOnce();
   changesPreparedDuringAPass();
@@ -1081,6 +1109,17 @@ int main() {
     auto d = run(seed, 8, 250);
     CHECK(a.size() > 1000, "seed %u: only %zu packets", seed, a.size());
     CHECK(a == b && a == d, "seed %u: packets differ between 1, 2 and 8 threads", seed);
+    // The same acknowledgements applied a tick's batch at a time on the pool (acknowledgeAll):
+    // the same packets, the same outcomes.
+    std::vector<uint8_t> one, all2, all8;
+    auto s1 = run(seed, 1, 250, false, &one);
+    auto b2 = run(seed, 2, 250, true, &all2);
+    auto b8 = run(seed, 8, 250, true, &all8);
+    CHECK(s1 == a && b2 == a && b8 == a, "seed %u: packets differ when acknowledgements are applied in batches", seed);
+    CHECK(one == all2 && one == all8 && one.size() > 100, "seed %u: batched acknowledgements end otherwise than one by one", seed);
+    size_t refused = 0;
+    for (uint8_t o : one) refused += o != 0;
+    CHECK(refused > 0 && refused < one.size(), "seed %u: %zu of %zu acknowledgements refused", seed, refused, one.size());
     if (cpuHasAvx512()) {
       setSimd(false);
       auto portable = run(seed, 2, 250);
@@ -1102,6 +1141,9 @@ int main() {
   } catch (const CoreError& e) {
     CHECK(e.code() == "ERR_SIGHTLINE_CONFIG_SPEED_EXCEEDS_CELL_PER_TICK", "code %s", e.code().c_str());
   }
+#if SIGHTLINE_NATIVE_UDP
+  netChecks();
+#endif
   std::printf("%d passed, %d failed\n", checks - failures, failures);
   return failures == 0 ? 0 : 1;
 }

@@ -3,7 +3,7 @@ import cliProgress from 'cli-progress';
 import { Option, type Command } from 'commander';
 import { OVERRUN_POLICIES, type OverrunPolicy } from 'sightline';
 import type { TickMetrics } from '../herd/metrics.js';
-import { NET_DEFAULT_CLIENTS, NET_MAX_CLIENTS } from '../herd/net-herd.js';
+import { NET_DEFAULT_CLIENTS, NET_MAX_CLIENTS, NET_NATIVE_BOTS } from '../herd/net-herd.js';
 import { HERD_DEFAULT_SECONDS, HERD_NETS, HERD_WEB_HOST, HERD_WEB_PORT, runHerd, type HerdCommandOptions, type HerdNet, type HerdProgress, type HerdReport } from '../herd/run.js';
 import { HERD_SCENARIOS, herdDefaults, type HerdScenario } from '../herd/scenarios.js';
 import { WEB_MAX_PAGES } from '../herd/web-herd.js';
@@ -29,7 +29,7 @@ export function registerHerdCommand(program: Command): Command {
         'entities made in-process viewers (default: the scenario\'s: town-square all, crowd-50k 8192, uniform/trips 4096, speed-mix 1024; with --net udp, 0)',
       ).argParser(integerOption(0, 1 << 20)),
     )
-    .addOption(new Option('--threads <n>', 'pass threads, 0 = every core').argParser(integerOption(0, 256)).default(0))
+    .addOption(new Option('--threads <n>', 'pass threads, 0 = one per CPU the process may use').argParser(integerOption(0, 256)).default(0))
     .addOption(new Option('--seconds <s>', 'run time in seconds').argParser(positiveNumberOption(86_400)).default(HERD_DEFAULT_SECONDS))
     .addOption(new Option('--seed <n>', 'PRNG seed').argParser(integerOption(0, 0xffffffff)).default(1))
     .addOption(new Option('--overrun <policy>', 'when a tick starts late').choices(OVERRUN_POLICIES).default('stretch' satisfies OverrunPolicy))
@@ -41,6 +41,17 @@ export function registerHerdCommand(program: Command): Command {
       new Option('--clients <n>', `UDP clients in the bot process, each a herd entity's viewer (with --net udp; default ${NET_DEFAULT_CLIENTS})`).argParser(
         integerOption(1, NET_MAX_CLIENTS),
       ),
+    )
+    .addOption(
+      new Option('--bots <kind>', 'with --net udp: native (light clients acknowledging natively, every 64th keeping what it believes; Linux) or node (a UdpClient each)')
+        .choices(['native', 'node'])
+        .default(NET_NATIVE_BOTS ? 'native' : 'node'),
+    )
+    .addOption(
+      new Option('--data-path <path>', "with --net udp: the server's data path, native (Linux: sendmmsg from the pass threads, a recvmmsg thread) or dgram (node:dgram)").choices([
+        'native',
+        'dgram',
+      ]),
     )
     .option('--state', 'state beyond positions: heading, animation and health as fields, a kind, a name and level as attributes', false)
     .option('--no-governor', "run without the tick governor (run()'s load shedding, on by default)")

@@ -93,7 +93,7 @@ export function formatHerdReport(r: HerdReport): string {
     `${r.threads} thread${r.threads === 1 ? '' : 's'}, seed ${r.seed}, ${r.seconds} s at ${r.config.tickHz} Hz, overrun ${r.overrun}` +
     `\nregion ${r.config.regionSize} m, view radius ${r.config.viewRadius} m, cell ${r.config.cellSize} m, ` +
     `${r.config.payloadBytes}-byte packets (${slotsText(r.config)}), walk cap ${r.config.walkCap}, ghost cap ${r.config.ghostCap}; set-up ${fmt(r.setupMs)} ms`;
-  const verdict = m.targets.allMet ? 'targets met' : 'targets MISSED';
+  const verdict = m.ticks === 0 ? 'targets not measured: no tick ran' : m.targets.allMet ? 'targets met' : 'targets MISSED';
   return `${head}\n\n${renderTable(rows)}\n\n  ${verdict} (p50 ≤ ${TARGETS.passP50Ms} ms, p99 ≤ ${TARGETS.passP99Ms} ms, no late ticks)\n`;
 }
 
@@ -152,14 +152,16 @@ function networkRows(n: NetworkReport): Row[] {
   const p = n.perceivedErrorM;
   const m = (v: number | null): string => (v === null ? '-' : `${fmt(v, 3)} m`);
   const rows: Row[] = [
-    ['network', `UDP on ${n.address}:${n.port}, 1 bot process`],
+    ['network', `UDP on ${n.address}:${n.port} (${n.dataPath} data path), 1 bot process (${n.botKind === 'native' ? `native bots, ${fmt(n.sampledClients)} sampled` : 'a UdpClient per bot'})`],
+    ['CPU over the run: server / bots', `${fmt(n.cpu.serverCores, 2)} / ${fmt(n.cpu.botsCores, 2)} cores (${fmt(n.cpu.serverMs)} / ${fmt(n.cpu.botsMs)} ms in ${fmt(n.cpu.wallMs)} ms)`],
     ['clients connected', `${fmt(n.connected)} of ${fmt(n.clients)} in ${fmt(n.connectMs)} ms${n.connectFailed > 0 ? ` (${fmt(n.connectFailed)} failed)` : ''}`],
     ['packets sent / dropped (server)', `${fmt(s.packetsSent)} / ${fmt(s.packetsDropped)}`],
     ['bytes sent (server)', `${fmt(s.bytesSent)} B`],
     ['datagrams received (bots)', `${fmt(b.datagramsReceived)} (${fmt(b.applied)} packets applied, ${fmt(b.stale + b.duplicates + b.malformed)} discarded)`],
-    ['acks sent (bots) / applied (server)', `${fmt(b.acksSent)} / ${fmt(n.acksApplied)}`],
+    ['acks sent (bots) / applied (server)', `${fmt(b.acksSent)} / ${fmt(n.acksApplied)}${n.acksPending > 0 ? ` (+${fmt(n.acksPending)} after the last tick)` : ''}`],
     ['perceived error mean / p99', `${m(p.mean)} / ${m(p.p99)}`],
     ['perceived error worst', `${m(p.worst)} (${fmt(p.samples)} samples, ${fmt(p.rounds)} rounds)`],
+    ['in-process twins: error mean / p99', `${m(n.inProcessErrorM.mean)} / ${m(n.inProcessErrorM.p99)} (${fmt(n.inProcessErrorM.clients)} clients)`],
     ['entities held per client (mean)', fmt(b.heldMean, 1)],
     ['events sent / delivered', `${fmt(e.sent)} / ${fmt(e.delivered)}`],
     ['events lost / duplicated', `${fmt(e.lost)} / ${fmt(e.duplicated)}`, '0 / 0', e.lost === 0 && e.duplicated === 0],

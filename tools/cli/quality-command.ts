@@ -44,7 +44,7 @@ export function registerQualityCommand(program: Command): Command {
       ),
     )
     .addOption(new Option('--every <n>', 'compare with the truth every n ticks').argParser(integerOption(1, 1_000_000)).default(1))
-    .addOption(new Option('--threads <n>', 'pass threads, 0 = every core').argParser(integerOption(0, 256)).default(0))
+    .addOption(new Option('--threads <n>', 'pass threads, 0 = one per CPU the process may use').argParser(integerOption(0, 256)).default(0))
     .addOption(new Option('--grace <passes>', 'graceTicks of the world (default 10)').argParser(integerOption(0, 30_000)))
     .addOption(new Option('--walk-cap <n>', 'walkCap of the world (default 256)').argParser(integerOption(1, 1 << 30)))
     .addOption(new Option('--ghost-cap <n>', 'ghostCap of the world (default 256)').argParser(integerOption(1, 16_384)))

@@ -2,7 +2,7 @@
 // node:child_process IPC channel (advanced serialization: typed arrays travel as such), and the
 // heartbeat events the server emits. Imports nothing from Node.
 
-/** Most clients one bot process opens. */
+/** Most UdpClients one bot process opens (native bots: MAX_NATIVE_BOT_CLIENTS in native-bots.ts). */
 export const MAX_BOT_CLIENTS = 4096;
 
 /** Parent → bots: open `clients` UdpClients and connect each to the server. */
@@ -19,8 +19,15 @@ export interface BotStartMessage {
    * attributes: the bots build the same WorldConfig to decode them. Absent: the hash is enough.
    */
   readonly config?: object;
-  /** UdpClients to open, one dgram socket each. */
+  /** Clients to open: UdpClients (one dgram socket each), or light native clients. */
   readonly clients: number;
+  /**
+   * `'node'`: a UdpClient per bot; `'native'`: one UdpClientSwarm (Linux), its bots' packets and
+   * ACKs handled natively, every `sampleEvery`-th bot keeping a ClientWorld. Default `'node'`.
+   */
+  readonly bots?: 'node' | 'native';
+  /** Native bots: every this-many-th bot is a sample (keeps what it believes). Default 64. */
+  readonly sampleEvery?: number;
   /** Connections attempted at once, at most. */
   readonly concurrency: number;
   /** The bot process exits on its own after this long, ms, whatever the parent says. */
@@ -57,6 +64,8 @@ export interface BotConnectedMessage {
   readonly errors: readonly string[];
   /** Time from the start message until the last connect settled, ms. */
   readonly ms: number;
+  /** CPU time the bot process had used by then, ms (process.cpuUsage): the run's is the report's less this. */
+  readonly cpuMs?: { readonly user: number; readonly system: number };
 }
 
 /** One client's perceived world: the entities it holds, raw positions, as of its newest packet. */

@@ -1,12 +1,14 @@
-// The bot process of `sightline herd --net udp`: UdpClients on loopback, driven by the parent over
+// The bot process of `sightline herd --net udp`: clients on loopback (UdpClients, or with
+// `bots: 'native'` one UdpClientSwarm of light clients, native-bots.ts), driven by the parent over
 // the node:child_process IPC channel (messages in bot-messages.ts). It exits when the parent says
 // stop, when the IPC channel closes (the parent ended), or once the start message's lifetime is up.
-import { SightlineError, WorldConfig, type WorldConfigInput } from 'sightline';
+import { SightlineError } from 'sightline';
 import { UdpClient } from 'sightline/net';
 import { isEntryPoint } from '../cli/util.js';
+import { HeartbeatCheck, beliefOf, cpuMs, protocolOf } from './heartbeat-check.js';
+import { NativeBotSwarm } from './native-bots.js';
 import {
   MAX_BOT_CLIENTS,
-  decodeHeartbeat,
   type BotBelief,
   type BotClientReport,
   type BotConnectedMessage,
@@ -25,48 +27,6 @@ const MAX_ERRORS = 5;
 // server's last packets are then taken in and acknowledged), up to REPORT_SETTLE_MAX_MS.
 const REPORT_QUIET_MS = 150;
 const REPORT_SETTLE_MAX_MS = 3_000;
-
-/** Checks each heartbeat a client receives against the ones before it. */
-export class HeartbeatCheck {
-  received = 0;
-  inOrder = 0;
-  duplicates = 0;
-  gaps = 0;
-  outOfOrder = 0;
-  foreign = 0;
-  readonly #seen = new Set<number>();
-  #last = -1;
-
-  /** Distinct heartbeats received. */
-  get distinct(): number {
-    return this.#seen.size;
-  }
-
-  /** Takes one delivered event. */
-  take(bytes: Uint8Array): void {
-    this.received++;
-    const n = decodeHeartbeat(bytes);
-    if (n < 0) {
-      this.foreign++;
-      return;
-    }
-    if (this.#seen.has(n)) {
-      this.duplicates++;
-      return;
-    }
-    this.#seen.add(n);
-    if (this.#last < 0 || n === this.#last + 1) this.inOrder++;
-    else if (n > this.#last) this.gaps += n - this.#last - 1;
-    else this.outOfOrder++;
-    if (n > this.#last) this.#last = n;
-  }
-}
-
-/** CPU time this process has used, ms. */
-function cpuMs(): { user: number; system: number } {
-  const cpu = process.cpuUsage();
-  return { user: cpu.user / 1000, system: cpu.system / 1000 };
-}
 
 interface Bot {
   readonly client: UdpClient;
@@ -112,8 +72,8 @@ export class BotSwarm {
   /** Opens and connects every client, `concurrency` at a time; resolves when each has settled. */
   async connect(): Promise<BotConnectedMessage> {
     const started = performance.now();
-    const { host, port, protocolHash, clients, concurrency } = this.#start;
-    const config = this.#start.config === undefined ? undefined : WorldConfig.build(this.#start.config as WorldConfigInput);
+    const { host, port, clients, concurrency } = this.#start;
+    const protocol = protocolOf(this.#start);
     let next = 0;
     let failed = 0;
     const errors: string[] = [];
@@ -131,7 +91,7 @@ export class BotSwarm {
         });
         bot.client = client;
         try {
-          await client.connect(host, port, config ?? protocolHash);
+          await client.connect(host, port, protocol);
           if (this.#closed) await client.close();
           else this.#bots.push(bot as Bot);
         } catch (e) {
@@ -141,7 +101,7 @@ export class BotSwarm {
       }
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, clients) }, worker));
-    return { type: 'connected', connected: this.#bots.length, failed, errors, ms: performance.now() - started };
+    return { type: 'connected', connected: this.#bots.length, failed, errors, ms: performance.now() - started, cpuMs: cpuMs() };
   }
 
   /** Every client's held entities and their raw positions, as of its newest packet. */
@@ -149,21 +109,8 @@ export class BotSwarm {
     const beliefs: BotBelief[] = [];
     for (const { client } of this.#bots) {
       const avatar = client.avatar;
-      if (avatar === undefined) continue;
-      const world = client.world;
-      if (world.newestSequence < 0) continue;
-      const n = world.size;
-      const ids = new Uint32Array(n);
-      const x = new Int32Array(n);
-      const y = new Int32Array(n);
-      let i = 0;
-      for (const e of world.entities.values()) {
-        ids[i] = e.id;
-        x[i] = e.rawX;
-        y[i] = e.rawY;
-        i++;
-      }
-      beliefs.push({ avatar, tick: world.newestTick, ids, x, y });
+      const belief = avatar === undefined ? undefined : beliefOf(avatar, client.world);
+      if (belief !== undefined) beliefs.push(belief);
     }
     return { type: 'sample', round, clients: beliefs };
   }
@@ -224,7 +171,7 @@ export class BotSwarm {
 
 /** Runs the bot process: answers the parent's messages until stopped. */
 function serve(): void {
-  let swarm: BotSwarm | undefined;
+  let swarm: BotSwarm | NativeBotSwarm | undefined;
   let exiting = false;
   const exit = (code: number): void => {
     if (exiting) return;
@@ -248,7 +195,7 @@ function serve(): void {
       switch (m?.type) {
         case 'start': {
           if (swarm !== undefined) return;
-          swarm = new BotSwarm(m);
+          swarm = m.bots === 'native' ? new NativeBotSwarm(m) : new BotSwarm(m);
           setTimeout(() => exit(0), m.lifetimeMs).unref();
           swarm.connect().then(send, (e: unknown) => {
             send({ type: 'fatal', message: String(e) });

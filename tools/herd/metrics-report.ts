@@ -22,6 +22,7 @@ export interface Distribution {
 export interface TargetCheck {
   readonly target: number;
   readonly value: number;
+  /** value ≤ target, over at least one tick: a run that ran no tick meets no target. */
   readonly met: boolean;
 }
 

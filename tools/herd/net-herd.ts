@@ -5,18 +5,18 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { RAW_PER_METER, SightlineError, mulberry32, type EntityId, type TickResult, type World } from 'sightline';
-import { UdpServer } from 'sightline/net';
-import { summarize } from './metrics.js';
-import type { BotTotals, NetHerdOptions, NetworkEvents, NetworkReport } from './net-report.js';
+import { SightlineError, type EntityId, type TickResult, type World } from 'sightline';
+import { UdpClientSwarm, UdpServer } from 'sightline/net';
+import { PerceivedErrors } from './perceived.js';
+import type { BotTotals, NetHerdOptions, NetworkCpu, NetworkEvents, NetworkReport } from './net-report.js';
+import { MAX_NATIVE_BOT_CLIENTS } from './native-bots.js';
 
-export type { BotTotals, NetHerdOptions, NetworkEvents, NetworkReport, PerceivedError } from './net-report.js';
+export type { BotTotals, NetHerdOptions, NetworkCpu, NetworkEvents, NetworkReport, PerceivedError } from './net-report.js';
 import {
   MAX_BOT_CLIENTS,
   encodeHeartbeat,
   type BotConnectedMessage,
   type BotReportReply,
-  type BotSampleReply,
   type BotsToParent,
   type ParentToBots,
 } from './bot-messages.js';
@@ -28,14 +28,21 @@ export const NET_EVENT_RESERVE_BYTES = 96;
 /** Default number of bot clients: what two cores carry at 20 Hz beside the server. */
 export const NET_DEFAULT_CLIENTS = 200;
 
-/** Most bot clients (one dgram socket each). */
-export const NET_MAX_CLIENTS = MAX_BOT_CLIENTS;
+/** Whether the bots are light native clients by default (Linux), or a UdpClient each. */
+export const NET_NATIVE_BOTS = UdpClientSwarm.supported;
+
+/** Most bot clients: native ones, or UdpClients (one dgram socket each). */
+export const NET_MAX_CLIENTS = NET_NATIVE_BOTS ? MAX_NATIVE_BOT_CLIENTS : MAX_BOT_CLIENTS;
+
+/** Every this-many-th native bot keeps a ClientWorld: its beliefs are the perceived-error samples. */
+const NATIVE_SAMPLE_EVERY = 64;
 
 /** The loopback address the server binds and the bots connect from. */
 export const NET_HOST = '127.0.0.1';
 
-// Connections the bot process attempts at once.
+// Connections the bot process attempts at once (UdpClients; native bots).
 const CONNECT_CONCURRENCY = 128;
+const NATIVE_CONNECT_CONCURRENCY = 512;
 // Per-connect timeout of a bot client (UdpClient default), ms.
 const CLIENT_CONNECT_TIMEOUT_MS = 5000;
 // Beyond the run itself, how long the bot process may live, ms.
@@ -47,8 +54,6 @@ const REPORT_TIMEOUT_MS = 10_000;
 const SETTLE_QUIET_MS = 100;
 const SETTLE_MAX_MS = 2_000;
 const EXIT_TIMEOUT_MS = 3000;
-// Position errors kept for percentiles (a uniform sample beyond that); mean and worst stay exact.
-const ERROR_RESERVOIR = 1 << 20;
 // Characters of the bot process's stderr kept for error messages.
 const STDERR_TAIL = 4000;
 
@@ -56,37 +61,6 @@ interface Waiter {
   resolve(m: BotsToParent): void;
   reject(e: Error): void;
   timer: ReturnType<typeof setTimeout>;
-}
-
-// Exact count, sum and maximum of position errors, with a uniform sample for percentiles.
-class ErrorSample {
-  count = 0;
-  sum = 0;
-  worst = 0;
-  #values = new Float64Array(4096);
-  #length = 0;
-  readonly #rand = mulberry32(0x5eed);
-
-  push(v: number): void {
-    this.count++;
-    this.sum += v;
-    if (v > this.worst) this.worst = v;
-    if (this.#length < ERROR_RESERVOIR) {
-      if (this.#length === this.#values.length) {
-        const grown = new Float64Array(this.#values.length * 2);
-        grown.set(this.#values);
-        this.#values = grown;
-      }
-      this.#values[this.#length++] = v;
-      return;
-    }
-    const j = Math.floor(this.#rand() * this.count);
-    if (j < ERROR_RESERVOIR) this.#values[j] = v;
-  }
-
-  values(): Float64Array {
-    return this.#values.subarray(0, this.#length);
-  }
 }
 
 function botsScript(): string {
@@ -112,21 +86,22 @@ export class NetHerd {
   #nextAvatar = 0;
   readonly #freed: EntityId[] = [];
   // Truth history: ring of the herd's raw positions by tick (herd order).
-  readonly #ringTick: Float64Array;
-  readonly #ringX: Int32Array[];
-  readonly #ringY: Int32Array[];
-  readonly #indexOf = new Map<number, number>();
-  readonly #errors = new ErrorSample();
-  #rounds = 0;
-  #skipped = 0;
+  readonly #perceived: PerceivedErrors;
   #sampleRound = 0;
-  // Heartbeats: the next number, and those queued per avatar.
-  #beat = 0;
+  // Heartbeats: those queued per avatar (a client's numbers count up from 0), and the clients
+  // whose heartbeat goes out on each tick of a second (the clients are spread over the second's
+  // ticks: emitting to thousands at once would hold the event loop for tens of milliseconds).
   readonly #sentTo = new Map<EntityId, number>();
+  readonly #beatGroups: Set<EntityId>[];
+  #nextGroup = 0;
   #eventsSent = 0;
   #eventsDropped = 0;
   #acksApplied = 0;
   #acksRefused = 0;
+  readonly #botKind: 'native' | 'node';
+  // CPU time and wall time when the bots had connected (the run's start for `cpu`).
+  #cpuAtConnect: NodeJS.CpuUsage | undefined;
+  #wallAtConnect = 0;
   #child: ChildProcess | undefined;
   #childExit: Promise<void> = Promise.resolve();
   #childGone = false;
@@ -139,27 +114,34 @@ export class NetHerd {
     this.#world = world;
     this.#options = options;
     this.#tickHz = world.config.tickHz;
-    const ring = Math.max(8, 2 * this.#tickHz);
-    this.#ringTick = new Float64Array(ring).fill(-1);
-    this.#ringX = Array.from({ length: ring }, () => new Int32Array(options.ids.length));
-    this.#ringY = Array.from({ length: ring }, () => new Int32Array(options.ids.length));
-    for (let i = 0; i < options.ids.length; i++) this.#indexOf.set(options.ids[i], i);
-    this.#server = new UdpServer({
+    this.#perceived = new PerceivedErrors(world, options.ids, options.slots);
+    this.#beatGroups = Array.from({ length: this.#tickHz }, () => new Set<EntityId>());
+    this.#botKind = options.bots ?? (NET_NATIVE_BOTS ? 'native' : 'node');
+    const common = {
       config: world.config,
       address: NET_HOST,
       port: 0,
       maxClients: options.clients,
+      dataPath: options.dataPath,
       onConnect: () => this.#assignAvatar(),
-      onDisconnect: (viewer) => this.#releaseAvatar(viewer),
-      onAck: (viewer, ack, ackBits) => {
-        try {
-          this.#world.acknowledge(viewer, ack, ackBits);
-          this.#acksApplied++;
-        } catch {
-          this.#acksRefused++;
-        }
-      },
-    });
+      onDisconnect: (viewer: EntityId) => this.#releaseAvatar(viewer),
+    };
+    const native = (options.dataPath ?? (UdpServer.nativeDataPath ? 'native' : 'dgram')) === 'native';
+    // The native path takes the ACKs to the World itself (before each pass, on the pool); the
+    // dgram path hands each to JavaScript, which passes it on here.
+    this.#server = native
+      ? new UdpServer({ ...common, world })
+      : new UdpServer({
+          ...common,
+          onAck: (viewer, ack, ackBits) => {
+            try {
+              this.#world.acknowledge(viewer, ack, ackBits);
+              this.#acksApplied++;
+            } catch {
+              this.#acksRefused++;
+            }
+          },
+        });
   }
 
   /**
@@ -172,10 +154,11 @@ export class NetHerd {
    */
   static async start(world: World, options: NetHerdOptions): Promise<NetHerd> {
     const { clients, avatars } = options;
-    if (!Number.isInteger(clients) || clients < 1 || clients > NET_MAX_CLIENTS || clients > avatars.length) {
+    const most = (options.bots ?? (NET_NATIVE_BOTS ? 'native' : 'node')) === 'native' ? MAX_NATIVE_BOT_CLIENTS : MAX_BOT_CLIENTS;
+    if (!Number.isInteger(clients) || clients < 1 || clients > most || clients > avatars.length) {
       throw new SightlineError(
         'ERR_SIGHTLINE_INVALID_ARGUMENT',
-        `clients must be an integer from 1 to ${Math.min(NET_MAX_CLIENTS, avatars.length)} (the avatars available), received ${clients}`,
+        `clients must be an integer from 1 to ${Math.min(most, avatars.length)} (the avatars available), received ${clients}`,
       );
     }
     const script = botsScript();
@@ -201,14 +184,16 @@ export class NetHerd {
 
   /**
    * After tick index `tick` (0 for the first): sends the tick's packets, keeps the herd's positions
-   * as the truth for `result.tick`, emits a heartbeat to every client on each whole second (tick
-   * index divisible by tickHz) and asks the bots for their beliefs half a second later.
+   * as the truth for `result.tick`, emits a heartbeat to this tick's group of clients (each client
+   * is in one of tickHz groups: one heartbeat each a second) and, half a second after each whole
+   * second, asks the bots for their beliefs.
    */
   onTick(result: TickResult, tick: number): void {
     this.#server.sendTick(result);
-    this.#recordTruth(result.tick);
+    this.#countAcks();
+    this.#perceived.recordTick(result);
     const phase = tick % this.#tickHz;
-    if (phase === 0) this.#heartbeat();
+    this.#heartbeat(phase);
     if (phase === Math.floor(this.#tickHz / 2)) this.#requestSample();
   }
 
@@ -231,7 +216,7 @@ export class NetHerd {
       await this.#settleServer();
       await this.#stopChild();
       await this.#server.close();
-      return this.#report(reply, drainTicks, pendingAtEnd);
+      return this.#report(reply, drainTicks, pendingAtEnd, this.#cpu(reply));
     } finally {
       await this.close();
     }
@@ -283,13 +268,35 @@ export class NetHerd {
         protocolHash: this.#world.config.protocolHash >>> 0,
         ...(this.#world.config.recordBytes !== 12 || this.#world.config.attributeBytes > 0 ? { config: this.#world.config.input } : {}),
         clients,
-        concurrency: CONNECT_CONCURRENCY,
+        bots: this.#botKind,
+        sampleEvery: NATIVE_SAMPLE_EVERY,
+        concurrency: this.#botKind === 'native' ? NATIVE_CONNECT_CONCURRENCY : CONNECT_CONCURRENCY,
         lifetimeMs: this.#options.seconds * 1000 + waves * CLIENT_CONNECT_TIMEOUT_MS + BOT_LIFETIME_MARGIN_MS,
       },
       'connected',
       10_000 + waves * (CLIENT_CONNECT_TIMEOUT_MS + 1000),
     )) as BotConnectedMessage;
     this.#connected = connected;
+    this.#cpuAtConnect = process.cpuUsage();
+    this.#wallAtConnect = performance.now();
+  }
+
+  // CPU time from the bots' connection to their report, both processes.
+  #cpu(reply: BotReportReply): NetworkCpu {
+    const wallMs = performance.now() - this.#wallAtConnect;
+    const s = process.cpuUsage(this.#cpuAtConnect);
+    const serverMs = (s.user + s.system) / 1000;
+    const at = this.#connected?.cpuMs ?? { user: 0, system: 0 };
+    const botsMs = reply.cpuMs.user + reply.cpuMs.system - at.user - at.system;
+    return { wallMs, serverMs, serverCores: serverMs / wallMs, botsMs, botsCores: botsMs / wallMs };
+  }
+
+  // Native path: what the World's last tick did with the ACKs the path queued.
+  #countAcks(): void {
+    const t = this.#server.lastTick;
+    if (t === undefined) return;
+    this.#acksApplied += t.acksApplied;
+    this.#acksRefused += t.acksUnused + t.acksInvalid;
   }
 
   readonly #killChild = (): void => {
@@ -344,7 +351,7 @@ export class NetHerd {
       this.#failWaiters(`the bot process failed: ${m.message}`);
       return;
     }
-    if (m?.type === 'sample') this.#takeSample(m);
+    if (m?.type === 'sample') this.#perceived.takeBeliefs(m.clients);
     const w = this.#waiters.get(m?.type);
     if (w !== undefined) {
       this.#waiters.delete(m.type);
@@ -363,6 +370,7 @@ export class NetHerd {
       this.#freed.push(avatar);
       throw e;
     }
+    this.#beatGroups[this.#nextGroup++ % this.#tickHz].add(avatar);
     return avatar;
   }
 
@@ -372,30 +380,17 @@ export class NetHerd {
     } catch {
       // not a viewer any more: nothing to undo
     }
+    for (const g of this.#beatGroups) g.delete(viewer);
     this.#freed.push(viewer);
   }
 
-  #recordTruth(tick: number): void {
-    const k = tick % this.#ringTick.length;
-    const { slots } = this.#options;
-    const X = this.#world.positions.x;
-    const Y = this.#world.positions.y;
-    const tx = this.#ringX[k];
-    const ty = this.#ringY[k];
-    for (let i = 0; i < slots.length; i++) {
-      const s = slots[i];
-      tx[i] = X[s];
-      ty[i] = Y[s];
-    }
-    this.#ringTick[k] = tick;
-  }
-
-  #heartbeat(): void {
-    const bytes = encodeHeartbeat(this.#beat++);
-    for (const v of this.#server.viewers()) {
+  // The heartbeats of the clients in this tick's group: each client's next number.
+  #heartbeat(phase: number): void {
+    for (const v of this.#beatGroups[phase]) {
+      const n = this.#sentTo.get(v) ?? 0;
       try {
-        this.#world.emit(bytes, { viewer: v });
-        this.#sentTo.set(v, (this.#sentTo.get(v) ?? 0) + 1);
+        this.#world.emit(encodeHeartbeat(n), { viewer: v });
+        this.#sentTo.set(v, n + 1);
         this.#eventsSent++;
       } catch {
         this.#eventsDropped++;
@@ -403,31 +398,10 @@ export class NetHerd {
     }
   }
 
+  // The bots' beliefs (they answer later), and the in-process twins' now.
   #requestSample(): void {
     this.#post({ type: 'sample', round: this.#sampleRound++ });
-  }
-
-  #takeSample(reply: BotSampleReply): void {
-    this.#rounds++;
-    const ring = this.#ringTick;
-    const index = this.#indexOf;
-    const errors = this.#errors;
-    for (const b of reply.clients) {
-      const k = b.tick % ring.length;
-      if (ring[k] !== b.tick) {
-        this.#skipped++;
-        continue;
-      }
-      const tx = this.#ringX[k];
-      const ty = this.#ringY[k];
-      for (let j = 0; j < b.ids.length; j++) {
-        const i = index.get(b.ids[j]);
-        if (i === undefined) continue;
-        const dx = b.x[j] - tx[i];
-        const dy = b.y[j] - ty[i];
-        errors.push(Math.sqrt(dx * dx + dy * dy) / RAW_PER_METER);
-      }
-    }
+    this.#perceived.sampleTwins();
   }
 
   // Ticks at the tick rate while any client has heartbeats awaiting acknowledgement; at most half a second.
@@ -442,14 +416,15 @@ export class NetHerd {
       await new Promise((resolve) => setTimeout(resolve, period));
       const result = await this.#world.tick();
       this.#server.sendTick(result);
-      this.#recordTruth(result.tick);
+      this.#countAcks();
+      this.#perceived.recordTick(result);
       ticks++;
     }
     if (ticks > 0) await new Promise((resolve) => setTimeout(resolve, period));
     return ticks;
   }
 
-  #report(reply: BotReportReply, drainTicks: number, pendingAtEnd: number): NetworkReport {
+  #report(reply: BotReportReply, drainTicks: number, pendingAtEnd: number, cpu: NetworkCpu): NetworkReport {
     const { clients } = reply;
     const bots: BotTotals = {
       datagramsReceived: 0,
@@ -480,6 +455,7 @@ export class NetHerd {
     };
     const reported = new Set<EntityId>();
     let held = 0;
+    let sampled = 0;
     for (const c of clients) {
       reported.add(c.avatar);
       bots.datagramsReceived += c.datagramsReceived;
@@ -493,7 +469,10 @@ export class NetHerd {
       bots.acksSent += c.acksSent;
       bots.acksDropped += c.acksDropped;
       if (c.disconnect !== null) bots.disconnected++;
-      held += c.held;
+      if (c.held >= 0) {
+        held += c.held;
+        sampled++;
+      }
       const e = c.events;
       events.delivered += e.distinct;
       events.lost += Math.max(0, (this.#sentTo.get(c.avatar) ?? 0) - e.distinct);
@@ -504,12 +483,16 @@ export class NetHerd {
       events.skipped += e.skipped;
     }
     for (const [avatar, sent] of this.#sentTo) if (!reported.has(avatar)) events.lost += sent;
-    bots.heldMean = clients.length > 0 ? held / clients.length : 0;
-    const e = this.#errors;
-    const d = summarize(e.values());
+    bots.heldMean = sampled > 0 ? held / sampled : 0;
+    const perceived = this.#perceived.report();
     const connected = this.#connected;
     return {
       transport: 'udp',
+      dataPath: this.#server.dataPath,
+      botKind: this.#botKind,
+      sampledClients: sampled,
+      socketBuffers: this.#server.socketBuffers ?? null,
+      cpu,
       address: NET_HOST,
       port: this.#server.port,
       clients: this.#options.clients,
@@ -522,16 +505,10 @@ export class NetHerd {
       server: { ...this.#server.counters },
       acksApplied: this.#acksApplied,
       acksRefused: this.#acksRefused,
+      acksPending: this.#server.dataPath === 'native' ? this.#server.counters.acks - this.#acksApplied - this.#acksRefused : 0,
       bots,
-      perceivedErrorM: {
-        samples: e.count,
-        rounds: this.#rounds,
-        skipped: this.#skipped,
-        mean: e.count > 0 ? e.sum / e.count : null,
-        p50: e.count > 0 ? d.p50 : null,
-        p99: e.count > 0 ? d.p99 : null,
-        worst: e.count > 0 ? e.worst : null,
-      },
+      perceivedErrorM: perceived.bots,
+      inProcessErrorM: perceived.twins,
       events,
     };
   }

@@ -13,6 +13,13 @@ export interface NetHerdOptions {
   clients: number;
   /** Length of the run that follows, s: bounds the bot process's lifetime. */
   seconds: number;
+  /**
+   * The bots: `'native'`, one UdpClientSwarm of light clients (Linux; every 64th a sample keeping
+   * what it believes), or `'node'`, a UdpClient each. Default `'native'` where available.
+   */
+  bots?: 'native' | 'node';
+  /** The server's data path (UdpServer `dataPath`). Default: UdpServer's (native on Linux). */
+  dataPath?: 'native' | 'dgram';
 }
 
 /** Perceived position error: distance between where a client believes a held entity is and where it was at the tick of the client's newest packet. */
@@ -69,7 +76,7 @@ export interface BotTotals {
   acksSent: number;
   /** ACKs a client could not send (its socket queue was full). */
   acksDropped: number;
-  /** Entities held per client at the end, mean. */
+  /** Entities held per sampled client at the end, mean. */
   heldMean: number;
   /** Clients whose session the server ended during the run (BYE or timeout). */
   disconnected: number;
@@ -77,9 +84,28 @@ export interface BotTotals {
   cpuMs: { user: number; system: number };
 }
 
+/** CPU time over the run (from the bots' connection to their last report), ms, and in cores (CPU time / wall time). */
+export interface NetworkCpu {
+  wallMs: number;
+  /** The herd process: the JavaScript thread, the pass threads, the native data path's threads. */
+  serverMs: number;
+  serverCores: number;
+  /** The bot process. */
+  botsMs: number;
+  botsCores: number;
+}
+
 /** The `network` section of a herd report run with `--net udp`. */
 export interface NetworkReport {
   transport: 'udp';
+  /** The server's data path, and the bots (see {@link NetHerdOptions}). */
+  dataPath: 'native' | 'dgram';
+  botKind: 'native' | 'node';
+  /** Clients whose perceived world is sampled (all UdpClients; the native bots' samples). */
+  sampledClients: number;
+  /** The server socket's buffers as the kernel granted them, bytes (native path; null otherwise). */
+  socketBuffers: { send: number; recv: number } | null;
+  cpu: NetworkCpu;
   /** Server address and port. */
   address: string;
   port: number;
@@ -101,7 +127,16 @@ export interface NetworkReport {
   /** Acks `World.acknowledge` took, and those it refused. */
   acksApplied: number;
   acksRefused: number;
+  /** Native path: acks taken after the last tick, still queued (the path applies them as a tick starts, and no tick came). */
+  acksPending: number;
   bots: BotTotals;
   perceivedErrorM: PerceivedError;
+  /**
+   * The same measure for in-process twins of some sampled clients (ClientWorlds in the server's
+   * process fed every tick with their viewer's packet: what a client that loses nothing and waits
+   * for nothing would believe), taken when the bots are asked for theirs: the reference for
+   * `perceivedErrorM`. `clients`: the twins.
+   */
+  inProcessErrorM: PerceivedError & { clients: number };
   events: NetworkEvents;
 }

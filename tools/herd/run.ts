@@ -24,6 +24,9 @@ export interface HerdCommandOptions {
   net?: HerdNet;
   /** Bot clients with `net: 'udp'` (default {@link NET_DEFAULT_CLIENTS}). */
   clients?: number;
+  /** With `net: 'udp'`: the bots (native light clients, or a UdpClient each) and the server's data path; see NetHerdOptions. */
+  bots?: 'native' | 'node';
+  dataPath?: 'native' | 'dgram';
   /**
    * State beyond positions (tools/herd/state.ts): a heading, an animation state and health as fast
    * fields, a kind, and a name with a level as attributes, a tenth of the levels rising a second.
@@ -190,7 +193,15 @@ async function herdRun(
   const state = options.state ? createHerdState(world, herd, options.seed) : undefined;
   const setupMs = performance.now() - started;
   const net = networked
-    ? await NetHerd.start(world, { ids: herd.ids, slots: herd.slots, avatars: herd.ids.subarray(viewers), clients, seconds: options.seconds })
+    ? await NetHerd.start(world, {
+        ids: herd.ids,
+        slots: herd.slots,
+        avatars: herd.ids.subarray(viewers),
+        clients,
+        seconds: options.seconds,
+        bots: options.bots,
+        dataPath: options.dataPath,
+      })
     : undefined;
   let web: WebHerd | undefined;
   try {

@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { dirname, extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { RAW_PER_METER, type EntityId, type TickResult, type World } from 'sightline';
+import { RAW_PER_METER, SightlineError, type EntityId, type TickResult, type World } from 'sightline';
 import { ConnectionRefusedError, WsServer, type WsServerCounters } from 'sightline/net';
 
 /** Options of {@link WebHerd.start}. */
@@ -145,9 +145,12 @@ export class WebHerd {
       });
     });
     await new Promise<void>((resolve, reject) => {
-      http.once('error', reject);
+      // A port in use or an address this host lacks: one coded line, as the library's servers say it.
+      http.once('error', (e: Error) =>
+        reject(new SightlineError('ERR_SIGHTLINE_NET_BIND', `--web: cannot listen on ${options.host.includes(':') ? `[${options.host}]` : options.host}:${options.port}: ${e.message}`)),
+      );
       http.listen(options.port, options.host, () => {
-        http.off('error', reject);
+        http.removeAllListeners('error');
         resolve();
       });
     });
