@@ -1,3 +1,4 @@
+// Over 500 lines as one file: one packet format, decoded in order (header, updates, events, kinds, attributes), with the two output shapes (objects and reused typed arrays) kept beside each other so they cannot drift apart.
 // Packet decoding (docs/wire-format.md): the client side of native/core/codec.h. Version 2.
 // Browser-safe: imports nothing from Node, uses no BigInt. The layout's derived parts and the
 // per-packet id set are in decode-layout.ts.

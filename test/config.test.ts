@@ -1,3 +1,4 @@
+// Over 500 lines as one file: one concept (building a WorldConfig), case tables of defaults, overrides and rejections.
 import { readFileSync } from 'node:fs';
 import { describe, it, expect } from 'vitest';
 

@@ -1,3 +1,4 @@
+// Over 500 lines as one file: one state machine (the client's session, handshake to BYE); its types and options are in client-session-types.ts.
 // The client side of the session protocol, whatever carries it (docs/transport.md): the cookie
 // handshake, the session token on every message, game packets into a ClientWorld, acks, input
 // (unreliable and reliable, resent until the game packet header acknowledges it), keepalives and
@@ -35,6 +36,22 @@ type State = 'idle' | 'connecting' | 'connected' | 'closed';
  * `handshake`; it hands every message it receives to `receive` and reports channel errors and
  * closes with `channelError` / `channelClosed`.
  */
+/**
+ * @internal connect()'s `protocol` argument (a client's, a swarm's): the server's protocol hash
+ * (u32), or its WorldConfig (any packet layout with its `protocolHash`), returned with the layout.
+ * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (not a u32, nor a layout with one).
+ */
+export function connectProtocol(protocol: number | (PacketLayoutConfig & { readonly protocolHash: number })): {
+  protocolHash: number;
+  layout: PacketLayoutConfig | undefined;
+} {
+  const layout = typeof protocol === 'object' && protocol !== null ? protocol : undefined;
+  if (layout !== undefined) checkLayout(layout, 'protocol');
+  const protocolHash = layout === undefined ? protocol : layout.protocolHash;
+  intOption('protocolHash', protocolHash, 0, 0, 0xffffffff);
+  return { protocolHash: protocolHash as number, layout };
+}
+
 export abstract class SessionClient {
   readonly #options: SessionClientOptions;
   readonly #ackIntervalMs: number;
@@ -228,15 +245,8 @@ export abstract class SessionClient {
    */
   protected beginConnect(protocol: number | (PacketLayoutConfig & { readonly protocolHash: number }), options: { connectToken?: Uint8Array } | undefined): void {
     if (this.#state !== 'idle') throw new SightlineError('ERR_SIGHTLINE_NET_STATE', `connect() needs a new client, this one is ${this.#state}`);
-    let protocolHash: number;
-    if (typeof protocol === 'object' && protocol !== null) {
-      checkLayout(protocol, 'protocol');
-      protocolHash = protocol.protocolHash;
-      this.#layout = protocol;
-    } else {
-      protocolHash = protocol;
-    }
-    intOption('protocolHash', protocolHash, 0, 0, 0xffffffff);
+    const { protocolHash, layout } = connectProtocol(protocol);
+    this.#layout = layout;
     if (options !== undefined) checkListenerOptions('connect', options, ['connectToken'], []);
     const token = options?.connectToken ?? new Uint8Array(0);
     if (!isUint8Array(token) || token.length > CONNECT_TOKEN_MAX_BYTES) {

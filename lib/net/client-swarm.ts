@@ -5,8 +5,9 @@
 // call per packet. Sample clients also keep a ClientWorld of what they believe. The clients send
 // no input.
 import { native, type NativeSwarm } from '../binding.js';
-import { checkLayout, type PacketLayoutConfig } from '../decode.js';
+import type { PacketLayoutConfig } from '../decode.js';
 import { SightlineError, describe } from '../errors.js';
+import { connectProtocol } from './client-session.js';
 import { ClientWorld } from './client-world.js';
 import {
   MSG_BYE,
@@ -217,16 +218,12 @@ export class UdpClientSwarm {
     if (this.#closed) throw new SightlineError('ERR_SIGHTLINE_NET_STATE', 'connect() needs a swarm that is not closed');
     intOption('port', port, 0, 1, 65535);
     intOption('concurrency', concurrency, 256, 1, 65536);
-    let protocolHash: number;
-    if (typeof protocol === 'object' && protocol !== null) {
-      checkLayout(protocol, 'protocol');
-      protocolHash = protocol.protocolHash;
-      this.#layout = protocol;
-    } else {
-      protocolHash = protocol;
-    }
-    intOption('protocolHash', protocolHash, 0, 0, 0xffffffff);
+    const { protocolHash, layout } = connectProtocol(protocol);
+    this.#layout = layout;
     this.#swarm.aim(host, port);
+    // Keepalives from the first WELCOME on: clients connected early would otherwise be silent until
+    // the last handshake (seconds, with thousands), and their server would time them out.
+    this.#startKeepalive();
     const started = performance.now();
     let next = 0;
     let connected = 0;
@@ -245,7 +242,6 @@ export class UdpClientSwarm {
       }
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, this.#size) }, worker));
-    this.#startKeepalive();
     return { connected, failed, errors, ms: performance.now() - started };
   }
 

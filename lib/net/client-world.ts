@@ -1,3 +1,4 @@
+// Over 500 lines as one file: one concept, the client's model of the world and its rules for loss, reordering and duplication; its types are in client-world-types.ts.
 // The client's view of the world: game packets in, perceived entities and acks out. Tolerates
 // loss, reordering and duplication: every entity ends in the state of the newest record about it.
 // Browser-safe: imports nothing from Node.

@@ -1,3 +1,4 @@
+// Over 500 lines as one file: one state machine (the server's sessions, cookie to timeout) whose checks must be read together; its types are in session-types.ts.
 // The server side of the session protocol, whatever carries it (docs/transport.md): the cookie
 // handshake, the per-session token check on every client message, acks to the game and the
 // engine, client input, timeouts and keepalives. UdpServer and WsServer each own one and give it

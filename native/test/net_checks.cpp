@@ -1,3 +1,4 @@
+// Over 500 lines as one file: the data path's checks, each a self-contained case against the obvious answer, sharing one set of loopback helpers.
 // The native UDP data path under the sanitizers (net/): real loopback sockets, the pool's send
 // threads, the receive thread, a client swarm. Each check compares with the obvious answer: the
 // bytes of the engine's output, the order of the datagrams sent, a model of ClientWorld's

@@ -129,17 +129,7 @@ export class BotSwarm {
     for (const { client, check, disconnect } of this.#bots) {
       const c = client.counters;
       const w = client.world.counters;
-      const events: BotEventCounts = {
-        received: check.received,
-        distinct: check.distinct,
-        inOrder: check.inOrder,
-        duplicates: check.duplicates,
-        gaps: check.gaps,
-        outOfOrder: check.outOfOrder,
-        foreign: check.foreign,
-        copiesIgnored: w.repeatedEvents,
-        skipped: w.skippedEvents,
-      };
+      const events: BotEventCounts = check.counts(w.repeatedEvents, w.skippedEvents);
       clients.push({
         avatar: client.avatar ?? -1,
         state: client.state,

@@ -2,7 +2,7 @@
 // of the heartbeat events they receive, what their worlds believe, the bot process's CPU time.
 import { WorldConfig, type WorldConfigInput } from 'sightline';
 import type { ClientWorld } from 'sightline/net';
-import { decodeHeartbeat, type BotBelief, type BotStartMessage } from './bot-messages.js';
+import { decodeHeartbeat, type BotBelief, type BotEventCounts, type BotStartMessage } from './bot-messages.js';
 
 /** Checks each heartbeat a client receives against the ones before it. */
 export class HeartbeatCheck {
@@ -37,6 +37,12 @@ export class HeartbeatCheck {
     else if (n > this.#last) this.gaps += n - this.#last - 1;
     else this.outOfOrder++;
     if (n > this.#last) this.#last = n;
+  }
+
+  /** The report's event counts: these checks, and what the client's world ignored or skipped. */
+  counts(copiesIgnored: number, skipped: number): BotEventCounts {
+    const { received, distinct, inOrder, duplicates, gaps, outOfOrder, foreign } = this;
+    return { received, distinct, inOrder, duplicates, gaps, outOfOrder, foreign, copiesIgnored, skipped };
   }
 }
 

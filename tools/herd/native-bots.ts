@@ -102,17 +102,7 @@ export class NativeBotSwarm {
         acksSent: c.acksSent,
         acksDropped: c.acksDropped,
         held: world?.size ?? -1,
-        events: {
-          received: check.received,
-          distinct: check.distinct,
-          inOrder: check.inOrder,
-          duplicates: check.duplicates,
-          gaps: check.gaps,
-          outOfOrder: check.outOfOrder,
-          foreign: check.foreign,
-          copiesIgnored: world?.counters.repeatedEvents ?? c.repeatedEvents,
-          skipped: world?.counters.skippedEvents ?? c.skippedEvents,
-        },
+        events: check.counts(world?.counters.repeatedEvents ?? c.repeatedEvents, world?.counters.skippedEvents ?? c.skippedEvents),
       });
     }
     return { type: 'report', clients, cpuMs: cpuMs() };

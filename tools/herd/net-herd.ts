@@ -1,3 +1,4 @@
+// Over 500 lines as one file: the networked herd's server side, one run from set-up to report; the report's types are in net-report.ts, the bots in bots.ts and native-bots.ts.
 // `sightline herd --net udp`, the server side: a UdpServer on loopback whose clients live in one
 // forked bot process (bots.ts). Herd entities become the clients' avatars; each tick's packets go
 // out over UDP; a heartbeat event per client every second checks reliable delivery; the bots'
