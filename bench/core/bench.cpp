@@ -46,6 +46,7 @@ struct Options {
   bool kinds = false;           // --mode state: every entity has a kind (1 to 4)
   double repeatPasses = -1;     // --mode state: attributeRepeatPasses (-1: the default, 20)
   bool acks = false;            // viewers acknowledge every packet as soon as it is written (both scenes alike)
+  std::string scene = "both";   // --mode state: which scenes tick (positions | state | both), for instruction counts
   bool warmupGiven = false;
 };
 
@@ -55,7 +56,7 @@ void usage(const char* problem = nullptr, int code = 2) {
                "usage: bench-core [--scenario uniform|town-square|crowd|crowd-50k] [--mode pass|snapshot|gather|wake|pair|state|controls]\n"
                "             [--entities N] [--viewers N] [--threads N] [--ticks N] [--warmup N]\n"
                "             [--walk-cap N|inf] [--ghost-cap N] [--dense N|inf] [--still] [--gap-ms N]\n"
-               "             [--walk jitter|wander] [--digest] [--attribute-bytes N] [--attribute-rate R] [--kinds] [--acks]\n"
+               "             [--walk jitter|wander] [--digest] [--attribute-bytes N] [--attribute-rate R] [--kinds] [--acks] [--scene S]\n"
                "             [--controls none|meet|filter|groups|weights|radii|boost] [--help]\n"
                "  Prints one JSON line; times are medians over the --ticks measured after --warmup ticks\n"
                "  (passMs: the pass of every viewer; perViewerUs: passMs / viewers served).\n"
@@ -72,7 +73,9 @@ void usage(const char* problem = nullptr, int code = 2) {
                "               24-bit field schema (yaw 10, anim 6, health 8) written every tick, a kind per entity and\n"
                "               --attribute-bytes N (32) attributes on every entity, --attribute-rate R (0.1) of them\n"
                "               changing a second at 20 Hz (--kinds: and a kind each): the pass time of each and their\n"
-               "               ratio; --warmup 80 unless given\n"
+               "               ratio; --warmup 80 unless given; --scene positions|state ticks that scene alone\n"
+               "               (the measured ticks' passes counted alone under callgrind: valgrind --tool=callgrind\n"
+               "               --collect-atstart=no --toggle-collect='*measuredPass*' bench-core --mode state --scene S ...)\n"
                "  --acks: viewers acknowledge every packet right after its pass\n"
                "  --mode controls: two identical scenes, the second with the interest controls in use, their\n"
                "               ticks interleaved (one of each in turn, same pool): plainMs, controlsMs, ratio\n"
@@ -243,6 +246,10 @@ struct StateWriter {
   }
 };
 
+// The pass of a measured tick of --mode state, apart (not inlined) so that callgrind can count its
+// instructions alone: --collect-atstart=no --toggle-collect='*measuredPass*'.
+__attribute__((noinline)) void measuredPass(World& w, ThreadPool& pool) { w.runPass(pool); }
+
 // --mode state: the pass with state beyond positions against the position-only pass, the same
 // scene ticked in turn on one pool (A B B A ...), so the machine's moods fall on both alike.
 int stateComparison(const Options& o, const Config& plain, const Config& withState) {
@@ -252,20 +259,34 @@ int stateComparison(const Options& o, const Config& plain, const Config& withSta
   ThreadPool pool(o.threads);
   std::vector<double> usA, usB;
   TickStats lastA{}, lastB{};
+  uint64_t digest = 0xcbf29ce484222325ull;  // --digest: FNV-1a over the state scene's packets, every tick
   for (uint32_t t = 0; t < o.warmup + o.ticks; ++t) {
     auto tickB = [&] {
       b.move();
       writer.step(b, t);
       b.w.prepareTick(pool.size());
-      b.w.runPass(pool);
+      if (t >= o.warmup) measuredPass(b.w, pool);
+      else b.w.runPass(pool);
       b.acknowledge();
+      if (o.digest) {
+        const uint32_t* pi = b.w.packetIndex();
+        const uint8_t* out = b.w.output();
+        for (uint32_t i = 0; i < b.viewers; ++i)
+          for (uint32_t k = 0; k < pi[3 * i + 2]; ++k) digest = (digest ^ out[pi[3 * i + 1] + k]) * 0x100000001b3ull;
+      }
       if (t >= o.warmup) usB.push_back(b.w.passMicros), lastB = b.w.stats();
     };
     auto tickA = [&] {
-      a.tick(pool);
+      a.move();
+      a.w.prepareTick(pool.size());
+      if (t >= o.warmup) measuredPass(a.w, pool);
+      else a.w.runPass(pool);
+      a.acknowledge();
       if (t >= o.warmup) usA.push_back(a.w.passMicros), lastA = a.w.stats();
     };
-    if (t % 2 == 0) tickA(), tickB();
+    if (o.scene == "positions") tickA();
+    else if (o.scene == "state") tickB();
+    else if (t % 2 == 0) tickA(), tickB();
     else tickB(), tickA();
   }
   const double mA = median(usA), mB = median(usB);
@@ -274,12 +295,14 @@ int stateComparison(const Options& o, const Config& plain, const Config& withSta
               "\"kernels\":\"%s\",\"acks\":%s,\"kinds\":%s,\"fieldBits\":%u,\"attributeBytes\":%u,\"attributeRate\":%.3f,"
               "\"positionsMs\":%.3f,\"stateMs\":%.3f,\"ratio\":%.3f,\"positionsMinMs\":%.3f,\"stateMinMs\":%.3f,"
               "\"recordsPerPacket\":%.2f,\"stateRecordsPerPacket\":%.2f,\"bytesPerPacket\":%.1f,\"stateBytesPerPacket\":%.1f,"
-              "\"kindsPerTick\":%lu,\"attributesPerTick\":%lu,\"attributeBytesPerTick\":%lu}\n",
+              "\"kindsPerTick\":%lu,\"attributesPerTick\":%lu,\"attributeBytesPerTick\":%lu",
               o.scenario.c_str(), o.entities, a.viewers, pool.size(), o.walk.c_str(), o.ticks, simdEnabled() ? "avx512" : "portable",
               o.acks ? "true" : "false", o.kinds ? "true" : "false", withState.fieldBits, withState.attributeBytes, o.attributeRate, mA / 1000, mB / 1000, mB / mA, pct(usA, 0) / 1000,
               pct(usB, 0) / 1000, double(lastA.records) / servedA, double(lastB.records) / servedB, double(lastA.bytes) / servedA,
               double(lastB.bytes) / servedB, (unsigned long)lastB.kinds, (unsigned long)lastB.attributes,
               (unsigned long)lastB.attributeBytes);
+  if (o.digest) std::printf(",\"digest\":\"%016llx\"", (unsigned long long)digest);
+  std::printf("}\n");
   return 0;
 }
 
@@ -409,6 +432,7 @@ int main(int argc, char** argv) {
     else if (a == "--kinds") o.kinds = true;
     else if (a == "--repeat") o.repeatPasses = num(next());
     else if (a == "--acks") o.acks = true;
+    else if (a == "--scene") o.scene = next();
     else if (a == "--help" || a == "-h") usage(nullptr, 0);
     else usage(("unknown option " + a).c_str());
   }
@@ -427,6 +451,8 @@ int main(int argc, char** argv) {
     usage(("--controls must be none, meet, filter, groups, weights, radii or boost, received " + o.controls).c_str());
   if (o.mode == "controls" && o.controls == "none") o.controls = "meet";
   if (o.ticks == 0) usage("--ticks must be at least 1");
+  if (o.scene != "both" && o.scene != "positions" && o.scene != "state")
+    usage(("--scene must be positions, state or both, received " + o.scene).c_str());
   if (o.mode == "wake") return wakeLatency(o);
   ConfigInput in;
   in.walkCap = o.walkCap >= 2147483647.0 ? 2147483647.0 : o.walkCap;

@@ -12,6 +12,7 @@ AttributeStore::AttributeStore(uint32_t capacity, uint32_t maxBytes)
   liveOwner_.assign(capacity, kNoOwner);
   for (uint32_t s = 0; s < capacity; ++s) putU32(pass_.data() + size_t(s) * stride_, kNoOwner);
   liveLen_.resize(capacity);
+  passCost_.resize(capacity);
   dirty_.resize(capacity), dirtyFlag_.resize(capacity);
 }
 
@@ -36,6 +37,7 @@ void AttributeStore::sync() {
     uint8_t* e = pass_.data() + size_t(s) * stride_;
     putU32(e, liveOwner_[s]), putU32(e + 4, liveVersion_[s]), e[8] = liveLen_[s];
     std::memcpy(e + kEntryHeaderBytes, live_.data() + size_t(s) * maxBytes_, liveLen_[s]);
+    passCost_[s] = uint16_t(liveVersion_[s] != 0 ? kEntryHeaderBytes + liveLen_[s] : 0);
     dirtyFlag_[s] = 0;
   }
   dirtyCount_ = 0;

@@ -27,6 +27,7 @@ class AttributeStore {
   // Bytes held: the two slabs and the per-slot arrays.
   uint64_t memoryBytes() const {
     return live_.capacity() + pass_.capacity() + liveLen_.capacity() + dirtyFlag_.capacity() +
+           sizeof(uint16_t) * passCost_.capacity() +
            sizeof(uint32_t) * (liveVersion_.capacity() + liveOwner_.capacity() + dirty_.capacity());
   }
   bool enabled() const { return maxBytes_ > 0; }
@@ -52,6 +53,10 @@ class AttributeStore {
   uint32_t version(uint32_t slot) const { return loadU32(entry(slot) + 4); }
   uint32_t length(uint32_t slot) const { return entry(slot)[8]; }
   const uint8_t* bytes(uint32_t slot) const { return entry(slot) + kEntryHeaderBytes; }
+  // The bytes slot's entry takes in a packet (header and bytes; 0 while its version is 0), one u16
+  // per slot beside the slab: the snapshot reads every slot's each tick, in order, without
+  // striding through the slab's entries.
+  const uint16_t* costs() const { return passCost_.data(); }
 
  private:
   void mark(uint32_t slot) {
@@ -71,6 +76,7 @@ class AttributeStore {
   std::vector<uint8_t> live_, pass_;
   std::vector<uint32_t> liveVersion_, liveOwner_;
   std::vector<uint8_t> liveLen_;
+  std::vector<uint16_t> passCost_;  // per slot: the pass slab's entry's packet bytes, or 0 (costs())
   std::vector<uint32_t> dirty_;  // slots marked since the last sync (each once: dirtyFlag_)
   std::vector<uint8_t> dirtyFlag_;
   uint32_t dirtyCount_ = 0;

@@ -257,9 +257,9 @@ void Snapshot::fill(const EntityStore& store) {
   if (state_) {
     const uint16_t* kinds = store.kinds();
     const AttributeStore& attrs = store.attributes();
+    const uint16_t* costs = attrs.enabled() ? attrs.costs() : nullptr;
     for (uint32_t s = 0; s < hw; ++s) {
-      uint32_t extra = kinds[s] != 0 ? kKindRecordBytes : 0;
-      if (attrs.enabled() && attrs.version(s) != 0) extra += kAttributeHeaderBytes + attrs.length(s);
+      const uint32_t extra = (kinds[s] != 0 ? kKindRecordBytes : 0) + (costs ? costs[s] : 0);
       slotKind[s] = kinds[s], slotExtra[s] = uint16_t(extra);
       if (slotCell_[s] != UINT32_MAX) maxExtra_ = std::max(maxExtra_, extra);
     }
