@@ -186,9 +186,15 @@ void World::serve(Viewer& v, Scratch& s) {
     std::sort(s.evicted.data(), s.evicted.data() + queued);
     for (uint32_t k = 0; k < queued; ++k) gt.enqueue(s.evicted[k]);
   };
-  depart(s.stale.data(), gt.stale(pass, c.graceTicks, s.stale.data()));
+  // With no hidden or far departures on this pass, the grace rule's departures wait for the scan
+  // of the unstamped ghosts after scoring (one scan of the table instead of two): the same ghosts
+  // depart, in the same queue order. A stale ghost eligible again would have departed and been
+  // revived by its scoring (nothing sent for it in between), so leaving it live is the same.
+  const bool hiding = v.groupsScan || v.groupsFrom != v.groupsTo;
+  const bool graceLater = !hiding && !v.teleporting;
+  if (!graceLater) depart(s.stale.data(), gt.stale(pass, c.graceTicks, s.stale.data()));
   const GhostLookup::Loaded lookup = s.lookup.load(gt);
-  if (v.groupsScan || v.groupsFrom != v.groupsTo) departHidden(v, s, lookup);
+  if (hiding) departHidden(v, s, lookup);
   if (v.teleporting) departFar(v, s);
 
   // Score: drift x weight[band]; drift = odometer now - mark (wrapping), or newDrift when the
@@ -218,7 +224,9 @@ void World::serve(Viewer& v, Scratch& s) {
   // Candidate i, whose lookup word is w (entry index + 1, or 0). The common case, a live ghost
   // the client holds with nothing pending (state and flags zero), is inline; the rest is
   // driftOfOther's.
-  auto score = [&](uint32_t i, uint32_t w) {
+  // kWeighted: entity weights or a boost set in use (else every factor is 1: boostFactor is 1 and no
+  // entry is flagged kBoosted while the set is empty); kState: kinds or attributes in use.
+  auto score = [&]<bool kWeighted, bool kState>(uint32_t i, uint32_t w) __attribute__((always_inline)) {
     const uint64_t idOdo = candIdOdo[i];
     const uint32_t id = candIdOf(idOdo);
     uint32_t drift, fresh = 0;
@@ -230,21 +238,21 @@ void World::serve(Viewer& v, Scratch& s) {
       ge.lastSeen = pass;
     } else if (w == 0) {  // not held (the map has no entry of its slot): new
       drift = c.newDrift, fresh = 1;
-      boosted = boosting && boostIds[slotOfId(id)] == id;
+      if constexpr (kWeighted) boosted = boosting && boostIds[slotOfId(id)] == id;
       gt.prefetchIndex(id);  // it may be inserted
       ++newPositive;  // undone below when its score is zero
     } else {
       e = lookup.resolve(w, id);
       const uint64_t r = driftOfOther(gt, e, candOdoOf(idOdo), pass, c.newDrift);
       drift = uint32_t(r), fresh = uint32_t(r >> 32) & 1;
-      boosted = e < 0 ? boosting && boostIds[slotOfId(id)] == id : (r >> 33) != 0;
+      if constexpr (kWeighted) boosted = e < 0 ? boosting && boostIds[slotOfId(id)] == id : (r >> 33) != 0;
       if (e < 0) gt.prefetchIndex(id);  // it may be inserted
       newPositive += e < 0;  // undone below when its score is zero
     }
     // band = ilog2(d2). drift < 2^32 and weight < 2^32: the product fits in 64 bits. Times the
     // entity's weight and the viewer's boost (at most 16 x 16) it may not: it saturates.
     uint64_t score = uint64_t{drift} * weights[ilog2(candD2[i])];
-    if (entityWeighted || boosted) {
+    if (kWeighted && (entityWeighted || boosted)) {
       const uint64_t f = (entityWeighted ? entityWeights[candIndex[i]] : 1u) * (boosted ? boostFactor : 1u);
       if (__builtin_mul_overflow(score, f, &score)) score = UINT64_MAX;
     }
@@ -252,21 +260,32 @@ void World::serve(Viewer& v, Scratch& s) {
       newPositive -= e < 0;
       return;
     }
-    if (fresh && stateOn) {
+    if (kState && fresh) {
       ++freshPositive;
       maxNewExtra = std::max<uint32_t>(maxNewExtra, slotExtra[slotOfId(id)]);
     }
     scores[m] = score;
     sc[m++] = World::Scored{i, int16_t(e), uint16_t(fresh)};
   };
-  if (allEligible) {
-    for (uint32_t i = 0; i < n; ++i) score(i, lookup.word(candIdOf(candIdOdo[i])));
+  auto scoreAll = [&]<bool kWeighted, bool kState>() __attribute__((always_inline)) {
+    if (allEligible) {
+      for (uint32_t i = 0; i < n; ++i) score.template operator()<kWeighted, kState>(i, lookup.word(candIdOf(candIdOdo[i])));
+    } else {
+      // The map words first, in a loop of loads alone (many in flight at once; measured faster
+      // here, slower for the few candidates of the branch above).
+      uint16_t* words = s.words.data();
+      for (uint32_t j = 0; j < n; ++j) words[j] = uint16_t(lookup.word(candIdOf(candIdOdo[eligible[j]])));
+      for (uint32_t j = 0; j < n; ++j) score.template operator()<kWeighted, kState>(eligible[j], words[j]);
+    }
+  };
+  // The loop made for what is in use: the position-only one carries none of the factors' or the
+  // sections' work.
+  if (entityWeighted || boosting) {
+    if (stateOn) scoreAll.template operator()<true, true>();
+    else scoreAll.template operator()<true, false>();
   } else {
-    // The map words first, in a loop of loads alone (many in flight at once; measured faster
-    // here, slower for the few candidates of the branch above).
-    uint16_t* words = s.words.data();
-    for (uint32_t j = 0; j < n; ++j) words[j] = uint16_t(lookup.word(candIdOf(candIdOdo[eligible[j]])));
-    for (uint32_t j = 0; j < n; ++j) score(eligible[j], words[j]);
+    if (stateOn) scoreAll.template operator()<false, true>();
+    else scoreAll.template operator()<false, false>();
   }
 
   // Held ghosts not eligible on this pass (past the ghost cap, or beyond where the walk stopped)
@@ -283,11 +302,18 @@ void World::serve(Viewer& v, Scratch& s) {
     uint32_t q = g.count;
     // Live and not stamped on this pass (stale as of the next pass with no grace), 16 at a time
     // where the CPU has vectors.
+    // With graceLater, those past the grace window (not eligible on more than graceTicks passes
+    // before this one) depart instead, their indices kept in front of the list.
     uint32_t* unstamped = s.stale.data();
     const uint32_t unstampedCount = gt.stale(uint16_t(pass + 1), 0, unstamped);
+    uint32_t graceStale = 0;
     for (uint32_t u = 0; u < unstampedCount; ++u) {
       const uint32_t k = unstamped[u];
       const GhostEntry& ge = entries[k];
+      if (graceLater && uint16_t(pass - 1 - ge.lastSeen) > c.graceTicks) {
+        unstamped[graceStale++] = k;
+        continue;
+      }
       if ((ge.flags & ~kBoosted) != 0) continue;
       const int32_t idx = snap.indexOf(ge.id);
       if (idx < 0) continue;
@@ -304,6 +330,7 @@ void World::serve(Viewer& v, Scratch& s) {
       scores[m] = score;
       sc[m++] = World::Scored{q++, int16_t(k), 0};
     }
+    depart(unstamped, graceStale);
   }
 
   // Table pressure: when more new candidates scored positive than the table has room for, the
