@@ -165,6 +165,7 @@ void EntityStore::setWeight(uint32_t id, uint32_t weight) {
     throw CoreError("ERR_SIGHTLINE_INVALID_PRIORITY", "a priority weight must be an integer from 1 to " +
                                                           std::to_string(kMaxWeight) + ", received " + std::to_string(weight));
   weights_[slot] = uint8_t(weight);
+  weightsEverSet_ = true;
 }
 
 uint64_t EntityStore::memoryBytes() const {

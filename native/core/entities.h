@@ -118,6 +118,8 @@ class EntityStore {
   const uint32_t* groups() const { return groups_.data(); }
   bool groupsEverSet() const { return groupsEverSet_; }
   const uint8_t* weights() const { return weights_.data(); }
+  // Whether setWeight was ever called: until then every weight is 1 (despawn resets it to 1 too).
+  bool weightsEverSet() const { return weightsEverSet_; }
 
   int32_t* x() { return x_; }
   int32_t* y() { return y_; }
@@ -166,6 +168,7 @@ class EntityStore {
   uint32_t highWater_ = 0;
   uint32_t liveCount_ = 0;
   bool groupsEverSet_ = false;
+  bool weightsEverSet_ = false;
 };
 
 }  // namespace sightline

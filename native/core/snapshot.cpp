@@ -58,7 +58,33 @@ void packSlots(const int32_t* x, const int32_t* y, const int32_t* z, uint32_t n,
   packSlotsPortable(x, y, z, n, p, out);
 }
 
+// f.template operator()<a, b, c, d>() for the run-time a, b, c and d: a loop made for what is in use.
+template <typename F>
+void dispatch4(bool a, bool b, bool c, bool d, F& f) {
+  auto with3 = [&]<bool kA>() {
+    auto with2 = [&]<bool kB>() {
+      auto with1 = [&]<bool kC>() {
+        if (d) f.template operator()<kA, kB, kC, true>();
+        else f.template operator()<kA, kB, kC, false>();
+      };
+      if (c) with1.template operator()<true>();
+      else with1.template operator()<false>();
+    };
+    if (b) with2.template operator()<true>();
+    else with2.template operator()<false>();
+  };
+  if (a) with3.template operator()<true>();
+  else with3.template operator()<false>();
+}
+
 }  // namespace
+
+void Snapshot::extendDefaults(bool trackGroups, bool trackWeights) {
+  if (!trackGroups && groupsDefault_ < count_) std::fill(groups.begin() + groupsDefault_, groups.begin() + count_, ~0u);
+  groupsDefault_ = trackGroups ? 0 : std::max(groupsDefault_, count_);
+  if (!trackWeights && weightsDefault_ < count_) std::fill(weights.begin() + weightsDefault_, weights.begin() + count_, uint8_t{1});
+  weightsDefault_ = trackWeights ? 0 : std::max(weightsDefault_, count_);
+}
 
 Grid::Grid(const Config& c) : cellRadius(c.cellRadius), S(c.subGridDivisions) {
   int R = static_cast<int>(c.cellRadius);
@@ -237,22 +263,37 @@ void Snapshot::fill(const EntityStore& store) {
   stateChecks_ = state_ && store.stateChangedLive() > 0;
   const uint32_t* kindMarks = store.kindMarks();
   const uint32_t* attributeMarks = store.attributeMarks();
-  for (uint32_t s = 0; s < hw; ++s) {
-    const uint32_t g = sg[s];
-    if (g != slotGroups[s]) {
-      if (alive[s]) groupsChanged[changed++] = store.idOfSlot(s);
-      slotGroups[s] = g;
+  // Groups and weights never set are every group (~0u) and 1 for every slot, as slotGroups holds
+  // them already: nothing changed, and the entity arrays are filled with them once (extendDefaults)
+  // instead of copied every tick. The loop is made for what is in use.
+  const bool trackGroups = store.groupsEverSet(), trackWeights = store.weightsEverSet();
+  // Where each entity lands, by slot (a slot left out keeps an older index: see slotIndex); the
+  // dense cells' reordering below moves some.
+  uint32_t* where = slotIndex.data();
+  auto scatter = [&]<bool kGroups, bool kWeights, bool kFields, bool kState>() {
+    for (uint32_t s = 0; s < hw; ++s) {
+      uint32_t g = ~0u;
+      if constexpr (kGroups) {
+        g = sg[s];
+        if (g != slotGroups[s]) {
+          if (alive[s]) groupsChanged[changed++] = store.idOfSlot(s);
+          slotGroups[s] = g;
+        }
+      }
+      uint32_t cell = slotCell_[s];
+      if (cell == UINT32_MAX) continue;
+      uint32_t at = cursor_[cell]++;
+      ents[at] = SnapEntity{sx[s], sy[s], store.idOfSlot(s), odometer[s]};
+      packed[at] = slotPacked_[s];
+      where[s] = at;
+      if constexpr (kGroups) groups[at] = g, notAll |= ~g;
+      if constexpr (kWeights) weights[at] = sw[s], notOne |= sw[s] ^ 1u;
+      if constexpr (kFields) fields[at] = slotFields[s];
+      if constexpr (kState) stateMarks[at] = kindMarks[s] | uint64_t(attributeMarks[s]) << 32;
     }
-    uint32_t cell = slotCell_[s];
-    if (cell == UINT32_MAX) continue;
-    uint32_t at = cursor_[cell]++;
-    ents[at] = SnapEntity{sx[s], sy[s], store.idOfSlot(s), odometer[s]};
-    packed[at] = slotPacked_[s];
-    groups[at] = g, weights[at] = sw[s];
-    notAll |= ~g, notOne |= sw[s] ^ 1u;
-    if (hasFields) fields[at] = slotFields[s];
-    if (state_) stateMarks[at] = kindMarks[s] | uint64_t(attributeMarks[s]) << 32;
-  }
+  };
+  dispatch4(trackGroups, trackWeights, hasFields, state_, scatter);
+  extendDefaults(trackGroups, trackWeights);
   maxExtra_ = 0;
   if (state_) {
     const uint16_t* kinds = store.kinds();
@@ -303,20 +344,27 @@ void Snapshot::fill(const EntityStore& store) {
       // ss[k] is now the start of sub-cell k; scatter through a copy.
       std::copy(ents.begin() + b, ents.begin() + e, tmpEnts_.begin());
       std::copy(packed.begin() + b, packed.begin() + e, tmpPacked_.begin());
-      std::copy(groups.begin() + b, groups.begin() + e, tmpGroups_.begin());
-      std::copy(weights.begin() + b, weights.begin() + e, tmpWeights_.begin());
+      if (trackGroups) std::copy(groups.begin() + b, groups.begin() + e, tmpGroups_.begin());
+      if (trackWeights) std::copy(weights.begin() + b, weights.begin() + e, tmpWeights_.begin());
       if (hasFields) std::copy(fields.begin() + b, fields.begin() + e, tmpFields_.begin());
       if (state_) std::copy(stateMarks.begin() + b, stateMarks.begin() + e, tmpStateMarks_.begin());
       uint32_t wr[256];
       std::copy(ss, ss + SS, wr);
-      for (uint32_t i = 0; i < m; ++i) {
-        const SnapEntity& t = tmpEnts_[i];
-        uint32_t k = uint32_t((t.y & cellMask) >> subShift) * S + uint32_t((t.x & cellMask) >> subShift);
-        uint32_t at = wr[k]++;
-        ents[at] = t, packed[at] = tmpPacked_[i], groups[at] = tmpGroups_[i], weights[at] = tmpWeights_[i];
-        if (hasFields) fields[at] = tmpFields_[i];
-        if (state_) stateMarks[at] = tmpStateMarks_[i];
-      }
+      // Untracked groups and weights are the same for every entity: they stay where they are.
+      auto reorder = [&]<bool kGroups, bool kWeights, bool kFields, bool kState>() {
+        for (uint32_t i = 0; i < m; ++i) {
+          const SnapEntity& t = tmpEnts_[i];
+          uint32_t k = uint32_t((t.y & cellMask) >> subShift) * S + uint32_t((t.x & cellMask) >> subShift);
+          uint32_t at = wr[k]++;
+          ents[at] = t, packed[at] = tmpPacked_[i];
+          where[slotOfId(t.id)] = at;
+          if constexpr (kGroups) groups[at] = tmpGroups_[i];
+          if constexpr (kWeights) weights[at] = tmpWeights_[i];
+          if constexpr (kFields) fields[at] = tmpFields_[i];
+          if constexpr (kState) stateMarks[at] = tmpStateMarks_[i];
+        }
+      };
+      dispatch4(trackGroups, trackWeights, hasFields, state_, reorder);
       ++dense;
     }
   } else if (denseCells_ > 0) {
@@ -324,9 +372,6 @@ void Snapshot::fill(const EntityStore& store) {
   }
   denseCells_ = dense;
 
-  // Where each entity landed (a slot left out keeps an older index: see slotIndex).
-  uint32_t* where = slotIndex.data();
-  for (uint32_t i = 0; i < count_; ++i) where[slotOfId(ents[i].id)] = i;
 }
 
 }  // namespace sightline

@@ -161,6 +161,11 @@ class Snapshot {
   std::vector<uint64_t> tmpStateMarks_;
   bool state_ = false, stateChecks_ = false;
   uint32_t maxExtra_ = 0;
+  // While the store's groups (weights) were never set: groups[0, groupsDefault_) hold ~0u
+  // (weights[0, weightsDefault_) hold 1), written once rather than every tick; extendDefaults
+  // brings them to the snapshot's count.
+  uint32_t groupsDefault_ = 0, weightsDefault_ = 0;
+  void extendDefaults(bool trackGroups, bool trackWeights);
   std::vector<uint64_t> slotPacked_;  // scratch: the packed position of each slot this tick
 };
 
