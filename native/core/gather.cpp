@@ -212,7 +212,9 @@ GatherResult gatherWith(const Snapshot& snap, const GatherQuery& q, Candidates o
 }  // namespace
 
 GatherResult gather(const Snapshot& snap, const GatherQuery& q, Candidates out) {
-  return snap.groupsInUse || q.groups != ~0u ? gatherWith<true>(snap, q, out) : gatherWith<false>(snap, q, out);
+  // Every entity's groups hold groupsShared: when the viewer's meet those, every entity's meet
+  // them too (with no groups set, groupsShared is ~0u: any viewer groups but none).
+  return (snap.groupsShared & q.groups) != 0 ? gatherWith<false>(snap, q, out) : gatherWith<true>(snap, q, out);
 }
 
 }  // namespace sightline

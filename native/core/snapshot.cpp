@@ -256,7 +256,7 @@ void Snapshot::fill(const EntityStore& store) {
   const uint32_t* sg = store.groups();
   const uint8_t* sw = store.weights();
   const uint8_t* alive = store.alive();
-  uint32_t changed = 0, notAll = 0, notOne = 0;
+  uint32_t changed = 0, notAll = 0, notOne = 0, shared = ~0u;
   const bool hasFields = store.fieldCount() > 0;
   const uint64_t* slotFields = store.packedFields();
   state_ = store.stateInUse();
@@ -286,7 +286,7 @@ void Snapshot::fill(const EntityStore& store) {
       ents[at] = SnapEntity{sx[s], sy[s], store.idOfSlot(s), odometer[s]};
       packed[at] = slotPacked_[s];
       where[s] = at;
-      if constexpr (kGroups) groups[at] = g, notAll |= ~g;
+      if constexpr (kGroups) groups[at] = g, notAll |= ~g, shared &= g;
       if constexpr (kWeights) weights[at] = sw[s], notOne |= sw[s] ^ 1u;
       if constexpr (kFields) fields[at] = slotFields[s];
       if constexpr (kState) stateMarks[at] = kindMarks[s] | uint64_t(attributeMarks[s]) << 32;
@@ -307,6 +307,7 @@ void Snapshot::fill(const EntityStore& store) {
   }
   groupsChangedCount = changed;
   groupsInUse = notAll != 0, weightsInUse = notOne != 0;
+  groupsShared = shared;
 
   // Dense cells: counting sort by sub-cell inside the cell's range, at level 1 (twice as fine)
   // when a level-0 sub-cell holds walkCap entities or more (a walk would stop inside it) and that

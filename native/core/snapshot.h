@@ -109,6 +109,9 @@ class Snapshot {
   // Whether some entity of the snapshot has groups other than every group (~0u), or a weight other
   // than 1: the gather and scoring skip the arrays above when not.
   bool groupsInUse = false, weightsInUse = false;
+  // The groups every entity of the snapshot has (the AND of their groups; ~0u with none): a viewer
+  // whose groups meet them sees every entity, and its gather skips the mask test.
+  uint32_t groupsShared = ~0u;
   // Per slot (below the store's high-water mark): its groups as of this snapshot, for lookups by
   // id (a viewer whose groups changed checks what it holds); and the live entities whose groups
   // changed since the previous snapshot, in slot order (groupsChanged[0, groupsChangedCount)).
