@@ -131,7 +131,7 @@ export const resend = (server, result) => async () => {
  */
 export async function clientProtocol() {
   const { encodeHello, encodeAck, decodeControl } = await import('../dist/lib/net/index.js');
-  const { WorldConfig } = await import('../dist/lib/index.js');
+  const { WorldConfig, PROTOCOL_VERSION } = await import('../dist/lib/index.js');
   const protocolHash = WorldConfig.build().protocolHash;
   const client = (nonce, send, tally) => {
     const ack = acker();
@@ -139,7 +139,8 @@ export async function clientProtocol() {
     let welcomed;
     const done = new Promise((r) => (welcomed = r));
     const onMessage = (m) => {
-      if (m[0] === 1) {
+      // A game packet's first byte is the wire format's version (docs/transport.md).
+      if (m[0] === PROTOCOL_VERSION) {
         tally.packets++;
         tally.bytes += m.length;
         if (token !== undefined) {
