@@ -132,10 +132,12 @@ export class World {
     const externalBuffers = readBoolean('externalBuffers', o.externalBuffers, true);
     const recordGhostPositions = readBoolean('recordGhostPositions', o.recordGhostPositions, false);
     this.config = config;
+    const settingsScratch = new Float64Array(3);
     this.#overload = new WorldOverload(config, o.congestion, {
       read: (v) => {
-        const n = this.#native.viewerSettings(v);
-        return { sendPeriod: n.sendPeriod, payloadBytes: n.payloadBytes, viewRadius: toMeters(n.viewRadius) };
+        const n = settingsScratch;
+        this.#native.servedSettingsInto(v, n);
+        return { sendPeriod: n[1], payloadBytes: n[0], viewRadius: toMeters(n[2]) };
       },
       write: (v, period, payload, radius) => {
         const what = (period === null ? 0 : CHANGE.sendPeriod) | (payload === null ? 0 : CHANGE.payloadBytes) | (radius === null ? 0 : CHANGE.viewRadius);
