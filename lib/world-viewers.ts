@@ -37,10 +37,11 @@ export class WorldViewers extends WorldEntities {
   /** @internal `setup` from readWorldSetup (world-entities.ts). */
   protected constructor(config: WorldConfig, setup: WorldSetup) {
     super(config, setup);
+    const settings = new Float64Array(3); // [payloadBytes, sendPeriod, viewRadius raw], read with nothing allocated
     this.#overload = new WorldOverload(config, setup.congestion, {
       read: (v) => {
-        const n = this[ENGINE].viewerSettings(v);
-        return { sendPeriod: n.sendPeriod, payloadBytes: n.payloadBytes, viewRadius: toMeters(n.viewRadius) };
+        this[ENGINE].servedSettingsInto(v, settings);
+        return { sendPeriod: settings[1], payloadBytes: settings[0], viewRadius: toMeters(settings[2]) };
       },
       write: (v, period, payload, radius) => {
         const what = (period === null ? 0 : CHANGE.sendPeriod) | (payload === null ? 0 : CHANGE.payloadBytes) | (radius === null ? 0 : CHANGE.viewRadius);
