@@ -169,6 +169,8 @@ export interface NativeWorld {
     boostFactor: number;
     boost: Uint32Array;
   };
+  /** Writes [payloadBytes, sendPeriod, viewRadius raw] of viewerSettings into out[0..2]; allocates nothing. */
+  servedSettingsInto(id: number, out: Float64Array): void;
   setGroups(id: number, groups: number): void;
   setPriority(id: number, weight: number): void;
   /** [groups, weight] */

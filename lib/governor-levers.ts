@@ -31,6 +31,10 @@ export function shedAt(level: number, lowPriority: boolean): Shed {
   return period === 1 && payload === 1 && radius === 1 ? NO_SHED : { period, payload, radius };
 }
 
+function sameShed(a: Shed, b: Shed): boolean {
+  return a.period === b.period && a.payload === b.payload && a.radius === b.radius;
+}
+
 /**
  * Applies governor levels to one World. The low-priority set is chosen when shedding starts
  * (level 0 → above) and kept until it ends: the viewers `lowPriority` marks, or, without it, the
@@ -68,7 +72,8 @@ export class GovernorLevers {
     for (const v of ids) {
       const low = this.#low.has(v);
       const shed = shedAt(level, low);
-      shedding.set('governor', v, shed);
+      // Unchanged since the level before (the caps' level, or the same factors): nothing to write.
+      if (!sameShed(shedding.shedOf('governor', v), shed)) shedding.set('governor', v, shed);
       if (shed.period > 1) slowed++;
       if (low) lowCount++;
     }

@@ -23,6 +23,18 @@ export interface GovernorOptions {
   /** Ticks since the last level change before the load factor may rise again. Default 2 s of ticks (40 at 20 Hz). */
   recoverTicks?: number;
   /**
+   * A backlog, in periods: a tick that starts more than this many periods past its deadline finds
+   * the loop behind its schedule (under `'stretch'` the late ticks then run back to back until it
+   * has caught up). The time lost between ticks (garbage collection, timers, other work of the
+   * event loop) is not in the tick's wall time, so a governor that sees only the EWMA can hold in
+   * the dead band while the backlog lasts. An evaluation that finds the loop this far behind sheds
+   * as if the EWMA were above `high`, and never raises the load factor. A number ≥ 0 or
+   * `Infinity` (the backlog ignored). Default 1 on the real clock; `Infinity` when `clock` is
+   * injected (lateness is measured on the real clock, so it would make an injected-clock replay
+   * depend on the machine), unless given.
+   */
+  backlogTicks?: number;
+  /**
    * The viewers the game ranks low: the first lever lengthens their send periods. Called for each
    * viewer when that lever engages. Default: none marked, and the lever takes the half of the
    * viewers with the fewest update records in the last tick's packets (those farthest from
@@ -83,7 +95,7 @@ export interface GovernorState {
 /** Options read, defaults filled in. */
 export type GovernorSettings = Required<Omit<GovernorOptions, 'lowPriority'>> & Pick<GovernorOptions, 'lowPriority'>;
 
-const OPTIONS = ['high', 'low', 'decrease', 'increase', 'floor', 'smoothing', 'evalTicks', 'recoverTicks', 'lowPriority', 'clock'] as const;
+const OPTIONS = ['high', 'low', 'decrease', 'increase', 'floor', 'smoothing', 'evalTicks', 'recoverTicks', 'backlogTicks', 'lowPriority', 'clock'] as const;
 
 function invalid(message: string): never {
   throw new SightlineError('ERR_SIGHTLINE_INVALID_LOOP_OPTION', message);
@@ -116,9 +128,13 @@ export function readGovernor(value: unknown, tickHz: number): GovernorSettings |
     smoothing: frac('smoothing', o.smoothing ?? 0.2, 0, 1, false),
     evalTicks: int('evalTicks', o.evalTicks ?? 5),
     recoverTicks: int('recoverTicks', o.recoverTicks ?? Math.max(1, Math.round(2 * tickHz))),
+    backlogTicks: o.backlogTicks ?? (o.clock === undefined ? 1 : Infinity),
     lowPriority: o.lowPriority,
     clock: o.clock ?? (() => performance.now()),
   };
+  if (typeof s.backlogTicks !== 'number' || Number.isNaN(s.backlogTicks) || s.backlogTicks < 0) {
+    invalid(`governor.backlogTicks must be a number ≥ 0 (periods) or Infinity, received ${describe(s.backlogTicks)}`);
+  }
   if (s.low >= s.high) invalid(`governor.low (${s.low}) must be below governor.high (${s.high})`);
   if (s.lowPriority !== undefined && typeof s.lowPriority !== 'function') invalid(`governor.lowPriority must be a function, received ${describe(s.lowPriority)}`);
   if (typeof s.clock !== 'function') invalid(`governor.clock must be a function, received ${describe(s.clock)}`);
@@ -129,7 +145,8 @@ export function readGovernor(value: unknown, tickHz: number): GovernorSettings |
  * The controller: {@link observe} each tick's wall time; every `evalTicks` ticks it classifies the
  * EWMA against the period: above `high` × period the load factor falls (× decrease, to `floor`),
  * below `low` × period it rises (+ increase, to 1) once `recoverTicks` have passed since the last
- * level change, between the two it holds. Two level changes are at least `evalTicks` apart, and
+ * level change, between the two it holds. An evaluation whose tick started more than `backlogTicks`
+ * periods late (the loop behind its schedule) sheds as above `high` and never rises. Two level changes are at least `evalTicks` apart, and
  * a rise at least `recoverTicks` after the change before it, so the level changes at most
  * 60 × tickHz / evalTicks times a minute while shedding and far fewer while oscillating.
  */
@@ -148,15 +165,19 @@ export class TickGovernor {
     this.periodMs = periodMs;
   }
 
-  /** Feeds one tick's wall time, ms; returns whether the level changed (it applies from the next tick). */
-  observe(tickMs: number): boolean {
+  /**
+   * Feeds one tick's wall time and how late it started (`latenessMs`, past its deadline; 0 when
+   * on time), both ms; returns whether the level changed (it applies from the next tick).
+   */
+  observe(tickMs: number, latenessMs = 0): boolean {
     const s = this.settings;
     this.#ewma = this.#ewma < 0 ? tickMs : this.#ewma + s.smoothing * (tickMs - this.#ewma);
     this.#ticks++;
     this.#sinceChange++;
     if (this.#ticks % s.evalTicks !== 0) return false;
     let load = this.#load;
-    if (this.#ewma > s.high * this.periodMs) load = Math.max(s.floor, load * s.decrease);
+    const behind = latenessMs > s.backlogTicks * this.periodMs;
+    if (behind || this.#ewma > s.high * this.periodMs) load = Math.max(s.floor, load * s.decrease);
     else if (this.#ewma < s.low * this.periodMs && this.#sinceChange >= s.recoverTicks) load = Math.min(1, load + s.increase);
     this.#load = load;
     const level = levelOf(load);

@@ -325,7 +325,7 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
           if (isThenable(r)) await r;
         }
         if (governor && clock) {
-          if (governor.observe(clock() - began)) levelDue = true;
+          if (governor.observe(clock() - began, lateness)) levelDue = true;
           minLoad = Math.min(minLoad, governor.state.loadFactor);
         }
         last = result;

@@ -1,6 +1,6 @@
 // What a World keeps for overload: the shedding of its viewers' settings (governor, congestion
 // control) and congestion control itself, fed by the World's acknowledgements and ticks.
-import { CongestionControl, readCongestion, type CongestionStats } from './congestion.js';
+import { CongestionControl, type CongestionOptions, type CongestionStats } from './congestion.js';
 import type { WorldConfig } from './config.js';
 import { ViewerShedding, type EngineSettings } from './shedding.js';
 import type { TickResult } from './tick-result.js';
@@ -19,9 +19,9 @@ export class WorldOverload {
   // Viewers with acknowledgements: congestion control tracks their packets.
   readonly #acking = new Set<EntityId>();
 
-  constructor(config: WorldConfig, congestion: unknown, access: SettingsAccess) {
-    const c = congestion === undefined ? null : readCongestion(congestion);
-    this.congestion = c === null ? null : new CongestionControl(c);
+  /** `congestion`: the World's option as readCongestion returns it (null: off). */
+  constructor(config: WorldConfig, congestion: Required<CongestionOptions> | null, access: SettingsAccess) {
+    this.congestion = congestion === null ? null : new CongestionControl(congestion);
     this.shedding = new ViewerShedding({
       read: (v) => access.read(v),
       write: (v, s) => {

@@ -63,6 +63,29 @@ describe('TickGovernor', () => {
     expect(g.state).toMatchObject({ loadFactor: 1, level: 0 });
   });
 
+  it('sheds while the loop is behind its schedule, though the EWMA holds in the dead band, and never rises then', () => {
+    const g = governorAt({ recoverTicks: 5 });
+    // 40 ms ticks (the dead band) that start on time: it holds at 1.
+    for (let i = 0; i < 50; i++) g.observe(40, 0);
+    expect(g.state.loadFactor).toBe(1);
+    // The same ticks, started 120 ms late (more than a period behind): each evaluation sheds.
+    for (let i = 0; i < 10; i++) g.observe(40, 120);
+    expect(g.state.loadFactor).toBeCloseTo(0.49, 12);
+    // Light ticks that still start behind: no rise, however long since the last change.
+    for (let i = 0; i < 50; i++) g.observe(5, 60);
+    expect(g.state.loadFactor).toBe(0.15);
+    // Caught up (late by less than a period): it rises again.
+    for (let i = 0; i < 50; i++) g.observe(5, 10);
+    expect(g.state.loadFactor).toBeGreaterThan(0.15);
+    // backlogTicks: Infinity ignores lateness; an injected clock defaults to it.
+    const ignoring = governorAt({ backlogTicks: Infinity });
+    for (let i = 0; i < 50; i++) ignoring.observe(40, 10_000);
+    expect(ignoring.state.loadFactor).toBe(1);
+    expect(readGovernor({ clock: () => 0 }, 20)!.backlogTicks).toBe(Infinity);
+    expect(readGovernor({ clock: () => 0, backlogTicks: 2 }, 20)!.backlogTicks).toBe(2);
+    expect(readGovernor(undefined, 20)!.backlogTicks).toBe(1);
+  });
+
   for (const seed of [1, 2, 3]) {
     it(`changes level at most a bounded number of times a minute, whatever the load (seed ${seed})`, () => {
       withSeed(seed, () => {
@@ -88,12 +111,12 @@ describe('TickGovernor', () => {
   });
 
   it('refuses bad options', () => {
-    for (const bad of [{ high: 0 }, { low: -1 }, { high: 0.5, low: 0.6 }, { decrease: 1 }, { increase: 0 }, { floor: 1 }, { smoothing: 2 }, { evalTicks: 0 }, { recoverTicks: 1.5 }, { lowPriority: 3 }, { clock: 'now' }]) {
+    for (const bad of [{ high: 0 }, { low: -1 }, { high: 0.5, low: 0.6 }, { decrease: 1 }, { increase: 0 }, { floor: 1 }, { smoothing: 2 }, { evalTicks: 0 }, { recoverTicks: 1.5 }, { backlogTicks: -1 }, { backlogTicks: NaN }, { backlogTicks: '1' }, { lowPriority: 3 }, { clock: 'now' }]) {
       expect(() => readGovernor(bad, 20), JSON.stringify(bad)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_LOOP_OPTION' }));
     }
     expect(() => readGovernor({ hgh: 0.9 }, 20)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_OPTION' }));
     expect(readGovernor(false, 20)).toBeNull();
-    expect(readGovernor(undefined, 20)).toMatchObject({ high: 0.9, low: 0.6, decrease: 0.7, increase: 0.125, evalTicks: 5, recoverTicks: 40 });
+    expect(readGovernor(undefined, 20)).toMatchObject({ high: 0.9, low: 0.6, decrease: 0.7, increase: 0.125, evalTicks: 5, recoverTicks: 40, backlogTicks: 1 });
   });
 });
 

@@ -71,6 +71,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   Napi::Value RemoveViewer(const Napi::CallbackInfo& info);
   Napi::Value ChangeViewer(const Napi::CallbackInfo& info);
   Napi::Value ViewerSettingsOf(const Napi::CallbackInfo& info);
+  Napi::Value ServedSettingsInto(const Napi::CallbackInfo& info);
   Napi::Value HasViewer(const Napi::CallbackInfo& info);
   Napi::Value TeleportViewer(const Napi::CallbackInfo& info);
   Napi::Value ViewerCount(const Napi::CallbackInfo& info);
@@ -90,6 +91,9 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   // Tells V8 how much memory the engine holds now (napi_adjust_external_memory by the change
   // since the last report), so that a World dropped without close() is collected in time.
   void reportMemory(Napi::Env env);
+  // After a change of one viewer: reportMemory once enough changes have gathered (the sum walks
+  // every viewer, so reporting after each one made adding or changing n viewers cost n²).
+  void reportMemorySoon(Napi::Env env);
   void releaseMemoryReport(Napi::Env env);
 
   // native_world_entities.cpp: spawn, despawn, slots and positions.
@@ -155,6 +159,7 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   uint32_t pendingAdds_ = 0;
   int64_t pendingOutputDelta_ = 0, pendingCountDelta_ = 0;
   int64_t reportedBytes_ = 0;  // external memory reported to V8 (reportMemory)
+  uint32_t unreported_ = 0;    // viewer changes since the last report (reportMemorySoon)
 #if SIGHTLINE_NATIVE_UDP
   std::shared_ptr<net::DataPath> transport_;  // null: none attached
 #endif

@@ -41,7 +41,7 @@ Napi::Value NativeWorld::AddViewer(const Napi::CallbackInfo& info) {
   ViewerOptions opts{uint32_t(payload), uint32_t(period), acks, int64_t(radius), groups, self, int64_t(teleport)};
   if (!running_) {
     guarded(env, [&] { world_->addViewer(id, opts); return 0; });
-    reportMemory(env);
+    reportMemorySoon(env);
     return env.Undefined();
   }
   guarded(env, [&] { return world_->entities().checkedSlot(id); });
@@ -74,7 +74,7 @@ Napi::Value NativeWorld::RemoveViewer(const Napi::CallbackInfo& info) {
   uint32_t id = idArg(info, 0);
   if (!running_) {
     guarded(env, [&] { world_->removeViewer(id); return 0; });
-    reportMemory(env);
+    reportMemorySoon(env);
     return env.Undefined();
   }
   Viewer* v = effectiveViewer(id);
@@ -131,7 +131,7 @@ Napi::Value NativeWorld::ChangeViewer(const Napi::CallbackInfo& info) {
       world_->applyViewerChange(*v, change);
       return 0;
     });
-    reportMemory(env);
+    reportMemorySoon(env);
     return env.Undefined();
   }
   guarded(env, [&] {
@@ -163,6 +163,25 @@ Napi::Value NativeWorld::ViewerSettingsOf(const Napi::CallbackInfo& info) {
   for (size_t i = 0; i < v->askedBoost.size(); ++i) boost[i] = v->askedBoost[i];
   o.Set("boost", boost);
   return o;
+}
+
+// servedSettingsInto(id, out: Float64Array of 3 or more) -> undefined: out[0..2] = payloadBytes,
+// sendPeriod, viewRadius (raw), as viewerSettings gives them, with nothing allocated (load
+// shedding reads every viewer's settings at each of its level changes).
+Napi::Value NativeWorld::ServedSettingsInto(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint32_t id = idArg(info, 0);
+  if (info.Length() < 2 || !info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array ||
+      info[1].As<Napi::Float64Array>().ElementLength() < 3)
+    throw codedError(env, "ERR_SIGHTLINE_INVALID_ARGUMENT", "servedSettingsInto needs a Float64Array of at least 3 elements");
+  const Viewer* v = running_ ? effectiveViewer(id) : (world_->hasViewer(id) ? &world_->viewer(id) : nullptr);
+  if (v == nullptr)
+    throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(id) + " is not a viewer");
+  Napi::Float64Array out = info[1].As<Napi::Float64Array>();
+  out[0] = v->asked.payloadBytes;
+  out[1] = v->asked.sendPeriod;
+  out[2] = double(v->asked.viewRadiusRaw);
+  return env.Undefined();
 }
 
 // teleportViewer(id): its next pass is a teleport (World::teleportViewer); during a pass too, on the
