@@ -53,6 +53,37 @@ __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored*
                                                 const uint64_t* marks, GhostEntry* entries, uint32_t* other,
                                                 uint32_t* otherCount) {
   uint32_t* const otherStart = other;
+  if constexpr (kMarks) {
+    // Two loops, the records then the marks: one loop over both kept more values live than there
+    // are registers, and reloaded them from the stack for every record.
+    for (uint32_t i = 0; i < take; ++i) {
+      const uint32_t idx = candIndex[sc[kChosen ? chosen[i] : i].order];
+      writeUpdate(p, ents[idx].id, packed[idx]);
+      if constexpr (kFields) {
+        writeFields(p + kRecordBytes, fields[idx], fieldBytes, i + 1 < take);
+        p += kRecordBytes + fieldBytes;
+      } else {
+        p += kRecordBytes;
+      }
+    }
+    for (uint32_t i = 0; i < take; ++i) {
+      const World::Scored r = sc[kChosen ? chosen[i] : i];
+      const uint32_t idx = candIndex[r.order];
+      bool plain = r.entry >= 0 && r.fresh == 0;
+      if (plain) {
+        const uint32_t mark = entries[r.entry].mark;
+        const uint64_t m = marks[idx];
+        plain = int32_t(mark - uint32_t(m)) >= 0 && int32_t(mark - uint32_t(m >> 32)) >= 0;
+      }
+      if (plain) [[likely]] {
+        entries[r.entry].mark = ents[idx].odo;
+      } else {
+        *other++ = i;
+      }
+    }
+    *otherCount = uint32_t(other - otherStart);
+    return p;
+  }
   for (uint32_t i = 0; i < take; ++i) {
     const World::Scored r = sc[kChosen ? chosen[i] : i];
     const uint32_t idx = candIndex[r.order];
@@ -64,15 +95,7 @@ __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored*
     } else {
       p += kRecordBytes;
     }
-    bool plain = r.entry >= 0 && r.fresh == 0;
-    if constexpr (kMarks) {
-      if (plain) {
-        const uint32_t mark = entries[r.entry].mark;
-        const uint64_t m = marks[idx];
-        plain = int32_t(mark - uint32_t(m)) >= 0 && int32_t(mark - uint32_t(m >> 32)) >= 0;
-      }
-    }
-    if (plain) [[likely]] {
+    if (r.entry >= 0 && r.fresh == 0) [[likely]] {
       entries[r.entry].mark = se.odo;
     } else {
       *other++ = i;
