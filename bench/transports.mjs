@@ -11,47 +11,34 @@
 // (`rounds` of each), each sending one tick's packets again and again (sendTick on the same
 // result: the transport alone) for `seconds`.
 import dgram from 'node:dgram';
-import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { performance } from 'node:perf_hooks';
+import { Command, Option } from 'commander';
+import { integerOption, positiveNumberOption } from '../dist/tools/cli/util.js';
+import { clientProtocol, denseTown, forkClients, measurePhase, rates, resend } from './loopback.mjs';
 
 const here = fileURLToPath(import.meta.url);
-const args = process.argv.slice(2);
-const flag = (name) => args.includes(`--${name}`);
-const opt = (name, fallback) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
+const opts = new Command('transports.mjs')
+  .description('UDP and WebSocket side by side on loopback: packets per second each server adapter sends and delivers, and the server CPU per packet')
+  .addOption(new Option('--viewers <n>', 'clients of each kind').argParser(integerOption(1, 65_536)).default(300))
+  .addOption(new Option('--entities <n>', 'entities in the town').argParser(integerOption(0, 1 << 20)).default(20_000))
+  .addOption(new Option('--seconds <s>', 'length of each phase').argParser(positiveNumberOption(3600)).default(3))
+  .addOption(new Option('--rounds <n>', 'phases of each transport, alternating').argParser(integerOption(1, 1000)).default(2))
+  .option('--json', 'print the results as JSON')
+  // The child process that runs the clients.
+  .addOption(new Option('--sink').hideHelp())
+  .addOption(new Option('--udp <port>').argParser(integerOption(1, 65535)).hideHelp())
+  .addOption(new Option('--ws <port>').argParser(integerOption(1, 65535)).hideHelp())
+  .parse()
+  .opts();
 
-if (flag('sink')) await sink();
+if (opts.sink) await sink();
 else await main();
 
 async function main() {
-  const { World, WorldConfig } = await import('../dist/lib/index.js');
   const { UdpServer, WsServer } = await import('../dist/lib/net/index.js');
-  const viewers = opt('viewers', 300);
-  const entities = opt('entities', 20_000);
-  const seconds = opt('seconds', 3);
-  const rounds = opt('rounds', 2);
-
-  const config = WorldConfig.build();
-  const world = new World(config, { capacity: entities + 2 * viewers + 16, threads: 0 });
-  const side = 600;
-  const base = 2048 - side / 2;
-  let seed = 1;
-  const rand = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 4294967296;
-  for (let i = 0; i < entities; i++) world.spawn({ x: base + rand() * side, y: base + rand() * side, z: 0 });
-  const listener = {
-    onConnect: () => {
-      const id = world.spawn({ x: base + rand() * side, y: base + rand() * side, z: 0 });
-      world.addViewer(id, { acks: true });
-      return id;
-    },
-    onDisconnect: (id) => {
-      world.removeViewer(id);
-      world.despawn(id);
-    },
-  };
+  const { viewers, entities, seconds, rounds } = opts;
+  // Room for both servers' avatars.
+  const { config, world, listener } = await denseTown({ entities, clients: 2 * viewers });
   const common = { config, world, maxClients: viewers, timeoutMs: 120_000, ...listener };
   // node:dgram, the UDP path these figures have always been for (bench/udp.mjs compares it with the native one).
   const udp = new UdpServer({ ...common, dataPath: 'dgram', address: '127.0.0.1', sendBufferSize: 4 << 20, recvBufferSize: 4 << 20 });
@@ -59,13 +46,7 @@ async function main() {
   const udpPort = (await udp.listen()).port;
   const wsPort = (await ws.listen()).port;
 
-  const child = fork(here, ['--sink', '--udp', String(udpPort), '--ws', String(wsPort), '--viewers', String(viewers)]);
-  const ask = (msg) =>
-    new Promise((resolve) => {
-      child.once('message', resolve);
-      child.send(msg);
-    });
-  const ready = await new Promise((resolve) => child.once('message', resolve));
+  const { child, ask, ready } = await forkClients(here, ['--sink', '--udp', String(udpPort), '--ws', String(wsPort), '--viewers', String(viewers)]);
   if (ready.udp !== viewers || ready.ws !== viewers) throw new Error(`connected ${ready.udp} UDP and ${ready.ws} WebSocket clients of ${viewers} each`);
 
   await world.tick();
@@ -77,35 +58,10 @@ async function main() {
     bytes += result.bytesAt(i).length;
   }
 
-  const drain = async () => {
-    let last = -1;
-    for (;;) {
-      const r = await ask({ cmd: 'report' });
-      const total = r.udp.packets + r.ws.packets;
-      if (total === last) return;
-      last = total;
-      await new Promise((r) => setTimeout(r, 150));
-    }
-  };
-
   const phase = async (name, server) => {
-    await drain();
-    await ask({ cmd: 'reset' });
-    const c0 = { ...server.counters };
-    const cpu0 = process.cpuUsage();
-    let inSend = 0;
-    const t0 = performance.now();
-    while (performance.now() - t0 < seconds * 1000) {
-      const t = performance.now();
-      server.sendTick(result);
-      inSend += performance.now() - t;
-      await new Promise((r) => setImmediate(r));
-    }
-    const wall = (performance.now() - t0) / 1000;
-    const cpu = process.cpuUsage(cpu0);
-    await drain();
-    const got = (await ask({ cmd: 'report' }))[name];
-    const c = server.counters;
+    const m = await measurePhase({ ask, server, seconds, round: resend(server, result), received: (r) => r.udp.packets + r.ws.packets, pauseMs: 150 });
+    const { wall, cpu, c0, c } = m;
+    const got = m.got[name];
     const sent = c.packetsSent - c0.packetsSent;
     return {
       transport: name,
@@ -113,12 +69,7 @@ async function main() {
       packetsSent: sent,
       packetsDropped: c.packetsDropped - c0.packetsDropped,
       packetsBackedUp: c.packetsBackedUp === undefined ? null : c.packetsBackedUp - c0.packetsBackedUp,
-      sentPerSecond: Math.round(sent / wall),
-      receivedPerSecond: Math.round(got.packets / wall),
-      receivedShare: +(got.packets / Math.max(1, sent)).toFixed(4),
-      mbitPerSecond: +((got.bytes * 8) / wall / 1e6).toFixed(1),
-      acksPerSecond: Math.round((c.acks - c0.acks) / wall),
-      sendTickMicrosPerPacket: +((inSend * 1000) / Math.max(1, sent)).toFixed(3),
+      ...rates(m, got),
       serverCpuMicrosPerPacket: +((cpu.user + cpu.system) / Math.max(1, sent)).toFixed(3),
       serverUserMicrosPerPacket: +(cpu.user / Math.max(1, sent)).toFixed(3),
       serverSystemMicrosPerPacket: +(cpu.system / Math.max(1, sent)).toFixed(3),
@@ -141,7 +92,7 @@ async function main() {
   child.send({ cmd: 'exit' });
   await udp.close();
   await ws.close();
-  if (flag('json')) {
+  if (opts.json) {
     console.log(JSON.stringify(out, null, 2));
   } else {
     console.log(`node ${out.node}, ${out.cpus} CPUs, ${viewers} UDP + ${viewers} WebSocket clients, ${entities} entities, ${out.packetBytes}-byte packets`);
@@ -158,64 +109,11 @@ async function main() {
 
 // The clients: bare sockets, one handshake each, then count and ack every game packet.
 async function sink() {
-  const udpPort = opt('udp', 0);
-  const wsPort = opt('ws', 0);
-  const viewers = opt('viewers', 1);
-  const { encodeHello, encodeAck, decodeControl } = await import('../dist/lib/net/index.js');
-  const { WorldConfig } = await import('../dist/lib/index.js');
+  const { udp: udpPort, ws: wsPort, viewers } = opts;
   const { WebSocket } = await import('ws');
-  const hash = WorldConfig.build().protocolHash;
+  const { client } = await clientProtocol();
   const counts = { udp: { packets: 0, bytes: 0 }, ws: { packets: 0, bytes: 0 } };
   const closers = [];
-
-  // Ack state of one client: newest sequence and the 32 bits before it.
-  const acker = () => {
-    let newest = -1;
-    let bits = 0;
-    return (seq) => {
-      if (newest < 0) newest = seq;
-      const d = (seq - newest + 65536) % 65536;
-      if (d > 0 && d < 32768) {
-        bits = d > 32 ? 0 : ((bits << d) | (1 << (d - 1))) >>> 0;
-        newest = seq;
-      } else if (d !== 0) {
-        const back = 65536 - d;
-        if (back <= 32) bits = (bits | (1 << (back - 1))) >>> 0;
-      }
-      return [newest, bits];
-    };
-  };
-
-  // One client over either channel: `send` writes a message, `onMessage` is fed each one.
-  const client = (nonce, send, tally) => {
-    const ack = acker();
-    let token;
-    let welcomed;
-    const done = new Promise((r) => (welcomed = r));
-    const onMessage = (m) => {
-      if (m[0] === 1) {
-        tally.packets++;
-        tally.bytes += m.length;
-        if (token !== undefined) {
-          const [a, b] = ack(m[2] | (m[3] << 8));
-          send(encodeAck(token, a, b));
-        }
-        return;
-      }
-      try {
-        const c = decodeControl(m);
-        if (c.type === 0xa6) send(encodeHello({ protocolHash: hash, nonce, cookie: c.cookie }));
-        if (c.type === 0xa1) {
-          token = c.token;
-          welcomed();
-        }
-      } catch {
-        // not for us
-      }
-    };
-    send(encodeHello({ protocolHash: hash, nonce }));
-    return { onMessage, done };
-  };
 
   let udp = 0;
   let ws = 0;

@@ -18,29 +18,36 @@
 //           native path sends from the pool's threads inside the tick
 // Server CPU per packet is the whole process's (every thread) over the phase / packets sent.
 import dgram from 'node:dgram';
-import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
+import { Command, Option } from 'commander';
+import { integerOption, positiveNumberOption } from '../dist/tools/cli/util.js';
+import { clientProtocol, denseTown, forkClients, measurePhase, rates, resend } from './loopback.mjs';
 
 const here = fileURLToPath(import.meta.url);
-const args = process.argv.slice(2);
-const flag = (name) => args.includes(`--${name}`);
-const str = (name, fallback) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : fallback;
-};
-const opt = (name, fallback) => Number(str(name, fallback));
+const opts = new Command('udp.mjs')
+  .description('UdpServer throughput on loopback on each data path: packets per second sent and delivered, and the server CPU per packet')
+  .addOption(new Option('--viewers <n>', 'clients').argParser(integerOption(1, 65_536)).default(2000))
+  .addOption(new Option('--entities <n>', 'entities in the town').argParser(integerOption(0, 1 << 20)).default(20_000))
+  .addOption(new Option('--seconds <s>', 'length of each phase').argParser(positiveNumberOption(3600)).default(4))
+  .addOption(new Option('--paths <list>', 'data paths to measure, comma-separated (default: dgram,native where the native path is built, else dgram)'))
+  .addOption(new Option('--sink <kind>', 'the receivers: a native client swarm, or a node:dgram socket per client').choices(['native', 'dgram']).default('native'))
+  .addOption(new Option('--threads <n>', 'pass threads, 0 = one per CPU').argParser(integerOption(0, 256)).default(0))
+  .addOption(new Option('--interval <ms>', 'the resend phase sends a round every this many ms at most').argParser(integerOption(0, 60_000)).default(20))
+  .option('--json', 'print the results as JSON')
+  // The child process that runs the clients.
+  .addOption(new Option('--child').hideHelp())
+  .addOption(new Option('--port <port>').argParser(integerOption(1, 65535)).hideHelp())
+  .parse()
+  .opts();
 
-if (flag('child')) await (str('sink', 'native') === 'native' ? swarmSink() : dgramSink());
+if (opts.child) await (opts.sink === 'native' ? swarmSink() : dgramSink());
 else await main();
 
 async function main() {
   const { UdpServer } = await import('../dist/lib/net/index.js');
-  const viewers = opt('viewers', 2000);
-  const entities = opt('entities', 20_000);
-  const seconds = opt('seconds', 4);
-  const sink = str('sink', 'native');
-  const paths = str('paths', UdpServer.nativeDataPath ? 'dgram,native' : 'dgram').split(',');
+  const { viewers, entities, seconds, sink } = opts;
+  const paths = (opts.paths ?? (UdpServer.nativeDataPath ? 'dgram,native' : 'dgram')).split(',');
   const out = {
     node: process.version,
     cpus: (await import('node:os')).cpus().length,
@@ -56,7 +63,7 @@ async function main() {
       byName.native.results.map((r, i) => [r.phase, +(byName.dgram.results[i].serverCpuMicrosPerPacket / r.serverCpuMicrosPerPacket).toFixed(2)]),
     );
   }
-  if (flag('json')) {
+  if (opts.json) {
     console.log(JSON.stringify(out, null, 2));
   } else {
     console.log(`node ${out.node}, ${out.cpus} CPUs, ${viewers} viewers, ${entities} entities, receivers: ${sink === 'native' ? 'a native client swarm' : 'node:dgram sockets'}`);
@@ -76,17 +83,8 @@ async function main() {
 }
 
 async function measurePath(dataPath, { viewers, entities, seconds, sink }) {
-  const { World, WorldConfig } = await import('../dist/lib/index.js');
   const { UdpServer } = await import('../dist/lib/net/index.js');
-  const config = WorldConfig.build();
-  const world = new World(config, { capacity: entities + viewers + 16, threads: opt('threads', 0) });
-  // A dense town: every viewer sees more entities than fit one packet, so packets are full.
-  const side = 600;
-  const base = 2048 - side / 2;
-  let seed = 1;
-  const rand = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 4294967296;
-  const ids = [];
-  for (let i = 0; i < entities; i++) ids.push(world.spawn({ x: base + rand() * side, y: base + rand() * side, z: 0 }));
+  const { config, world, ids, listener } = await denseTown({ entities, clients: viewers, threads: opts.threads });
 
   const server = new UdpServer({
     config,
@@ -98,25 +96,11 @@ async function measurePath(dataPath, { viewers, entities, seconds, sink }) {
     timeoutMs: 60_000,
     sendBufferSize: 4 * 1024 * 1024,
     recvBufferSize: 8 * 1024 * 1024,
-    onConnect: () => {
-      const id = world.spawn({ x: base + rand() * side, y: base + rand() * side, z: 0 });
-      world.addViewer(id, { acks: true });
-      return id;
-    },
-    onDisconnect: (id) => {
-      world.removeViewer(id);
-      world.despawn(id);
-    },
+    ...listener,
   });
   const { port } = await server.listen();
 
-  const child = fork(here, ['--child', '--sink', sink, '--port', String(port), '--viewers', String(viewers)]);
-  const ask = (msg) =>
-    new Promise((resolve) => {
-      child.once('message', resolve);
-      child.send(msg);
-    });
-  const ready = await new Promise((resolve) => child.once('message', resolve));
+  const { child, ask, ready } = await forkClients(here, ['--child', '--sink', sink, '--port', String(port), '--viewers', String(viewers)]);
   if (ready.connected !== viewers) throw new Error(`only ${ready.connected} of ${viewers} clients connected (${ready.errors ?? ''})`);
 
   const { x, y } = world.positions;
@@ -135,39 +119,9 @@ async function measurePath(dataPath, { viewers, entities, seconds, sink }) {
   let bytesPerTick = 0;
   for (const p of result.packets) bytesPerTick += p.bytes.length;
 
-  // Waits until the clients stop receiving (what was in flight has landed or been dropped).
-  const drain = async () => {
-    let last = -1;
-    for (;;) {
-      const { packets } = await ask({ cmd: 'report' });
-      if (packets === last) return;
-      last = packets;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
-
   const phase = async (name, round, intervalMs = 0) => {
-    await drain();
-    await ask({ cmd: 'reset' });
-    const c0 = { ...server.counters };
-    const cpu0 = process.cpuUsage();
-    let inSend = 0;
-    let poolSend = 0;
-    let rounds = 0;
-    const t0 = performance.now();
-    while (performance.now() - t0 < seconds * 1000) {
-      const r = await round();
-      inSend += r.jsMs;
-      poolSend += r.poolMicros ?? 0;
-      rounds++;
-      const wait = t0 + rounds * intervalMs - performance.now();
-      await new Promise((r) => (wait > 0 ? setTimeout(r, wait) : setImmediate(r)));
-    }
-    const wall = (performance.now() - t0) / 1000;
-    const cpu = process.cpuUsage(cpu0);
-    await drain();
-    const got = await ask({ cmd: 'report' });
-    const c = server.counters;
+    const m = await measurePhase({ ask, server, seconds, intervalMs, round, received: (r) => r.packets, pauseMs: 100 });
+    const { rounds, wall, cpu, c0, c, got, poolSend } = m;
     const sent = c.packetsSent - c0.packetsSent;
     return {
       phase: name,
@@ -176,25 +130,14 @@ async function measurePath(dataPath, { viewers, entities, seconds, sink }) {
       packetsSent: sent,
       packetsDropped: c.packetsDropped - c0.packetsDropped,
       sendErrors: c.sendErrors - c0.sendErrors,
-      sentPerSecond: Math.round(sent / wall),
-      receivedPerSecond: Math.round(got.packets / wall),
-      receivedShare: +(got.packets / Math.max(1, sent)).toFixed(4),
-      mbitPerSecond: +((got.bytes * 8) / wall / 1e6).toFixed(1),
-      acksPerSecond: Math.round((c.acks - c0.acks) / wall),
-      sendTickMicrosPerPacket: +((inSend * 1000) / Math.max(1, sent)).toFixed(3),
+      ...rates(m, got),
       ...(poolSend > 0 ? { poolSendMicrosPerPacket: +(poolSend / Math.max(1, sent)).toFixed(3) } : {}),
       serverCpuMicrosPerPacket: +((cpu.user + cpu.system) / Math.max(1, sent)).toFixed(3),
     };
   };
 
   const results = [];
-  results.push(
-    await phase('resend', async () => {
-      const t = performance.now();
-      server.sendTick(result);
-      return { jsMs: performance.now() - t };
-    }, opt('interval', 20)),
-  );
+  results.push(await phase('resend', resend(server, result), opts.interval));
   results.push(
     await phase('ticks', async () => {
       move();
@@ -214,8 +157,7 @@ async function measurePath(dataPath, { viewers, entities, seconds, sink }) {
 
 // The clients as one UdpClientSwarm: packets taken in and acknowledged natively.
 async function swarmSink() {
-  const port = opt('port', 0);
-  const viewers = opt('viewers', 1);
+  const { port, viewers } = opts;
   const { UdpClientSwarm } = await import('../dist/lib/net/index.js');
   const config = (await import('../dist/lib/index.js')).WorldConfig.build();
   const swarm = new UdpClientSwarm({ clients: viewers });
@@ -238,63 +180,26 @@ async function swarmSink() {
 
 // The clients as node:dgram sockets, one each, acknowledging every packet from JavaScript.
 async function dgramSink() {
-  const port = opt('port', 0);
-  const viewers = opt('viewers', 1);
-  const { encodeHello, encodeAck, decodeControl } = await import('../dist/lib/net/index.js');
-  const config = (await import('../dist/lib/index.js')).WorldConfig.build();
-  let packets = 0;
-  let bytes = 0;
+  const { port, viewers } = opts;
+  const { client } = await clientProtocol();
+  const tally = { packets: 0, bytes: 0 };
   let connected = 0;
   const sockets = [];
   for (let i = 0; i < viewers; i++) {
     const s = dgram.createSocket({ type: 'udp4', recvBufferSize: 1 << 20 });
-    let newest = -1;
-    let bits = 0;
-    let token;
     await new Promise((r) => s.connect(port, '127.0.0.1', r));
-    const welcomed = new Promise((resolve) => {
-      s.on('message', (m) => {
-        if (m[0] === 1) {
-          packets++;
-          bytes += m.length;
-          const seq = m[2] | (m[3] << 8);
-          if (newest < 0) newest = seq;
-          const d = (seq - newest + 65536) % 65536;
-          if (d > 0 && d < 32768) {
-            bits = d > 32 ? 0 : ((bits << d) | (1 << (d - 1))) >>> 0;
-            newest = seq;
-          } else if (d !== 0) {
-            const back = 65536 - d;
-            if (back <= 32) bits = (bits | (1 << (back - 1))) >>> 0;
-          }
-          s.send(encodeAck(token, newest, bits));
-          return;
-        }
-        try {
-          const c = decodeControl(m);
-          // The handshake: the CHALLENGE's cookie back, then the WELCOME's token.
-          if (c.type === 0xa6) s.send(encodeHello({ protocolHash: config.protocolHash, nonce: i + 1, cookie: c.cookie }));
-          if (c.type === 0xa1) {
-            token = c.token;
-            resolve();
-          }
-        } catch {
-          // not for us
-        }
-      });
-    });
-    s.send(encodeHello({ protocolHash: config.protocolHash, nonce: i + 1 }));
-    await welcomed;
+    const c = client(i + 1, (b) => s.send(b), tally);
+    s.on('message', c.onMessage);
+    await c.done;
     connected++;
     sockets.push(s);
   }
   process.on('message', (msg) => {
     if (msg.cmd === 'reset') {
-      packets = 0;
-      bytes = 0;
+      tally.packets = tally.bytes = 0;
       process.send({ ok: true });
     } else if (msg.cmd === 'report') {
-      process.send({ packets, bytes });
+      process.send(tally);
     } else if (msg.cmd === 'exit') {
       process.send({ ok: true });
       for (const s of sockets) s.close();

@@ -285,7 +285,7 @@ export class UdpServer implements Transport {
    * to a viewer's client. Returns false when not issued: no client (`packetsUnrouted`) or the send
    * caps (`packetsDropped`).
    * @throws ERR_SIGHTLINE_INVALID_ARGUMENT when bytes is not a Uint8Array holding a packet: 16 to
-   *   65,507 bytes, version byte 1 (docs/wire-format.md).
+   *   65,507 bytes, version byte first (2: docs/wire-format.md).
    */
   send(viewer: EntityId, bytes: Uint8Array): boolean {
     checkPacketBytes(bytes);

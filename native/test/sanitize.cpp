@@ -488,6 +488,13 @@ void failedAddViewerChangesNothing() {
               failed, (unsigned long long)during);
 }
 
+// The world of the two checks below: 1,200 entities 2 m apart on a 40-wide grid, the first 1,024
+// of them viewers (every other one with acks), so that its viewer list is exactly full.
+static void fillViewerList(World& w) {
+  for (int i = 0; i < 1200; ++i) w.entities().spawn(int32_t(1000 * 1024 + (i % 40) * 2048), int32_t(1000 * 1024 + (i / 40) * 2048), 0);
+  for (uint32_t s = 0; s < 1024; ++s) w.addViewer(w.entities().idOfSlot(s), ViewerOptions{0, 1, s % 2 == 0});
+}
+
 // Adds asked for while a pass runs on other threads (a world whose viewer list is exactly full):
 // building them and reserving room touches nothing the pass reads (ThreadSanitizer and
 // AddressSanitizer watch), and they are adopted after it without allocating.
@@ -495,8 +502,7 @@ void addsPreparedDuringAPass() {
   ConfigInput in;
   Config c = buildConfig(in);
   World w(c, 4096);
-  for (int i = 0; i < 1200; ++i) w.entities().spawn(int32_t(1000 * 1024 + (i % 40) * 2048), int32_t(1000 * 1024 + (i / 40) * 2048), 0);
-  for (uint32_t s = 0; s < 1024; ++s) w.addViewer(w.entities().idOfSlot(s), ViewerOptions{0, 1, s % 2 == 0});
+  fillViewerList(w);
   ThreadPool pool(2);
   std::vector<std::unique_ptr<Viewer>> built;
   for (uint32_t round = 0; round < 3; ++round) {
@@ -527,8 +533,7 @@ void changesPreparedDuringAPass() {
   ConfigInput in;
   Config c = buildConfig(in);
   World w(c, 4096);
-  for (int i = 0; i < 1200; ++i) w.entities().spawn(int32_t(1000 * 1024 + (i % 40) * 2048), int32_t(1000 * 1024 + (i / 40) * 2048), 0);
-  for (uint32_t s = 0; s < 1024; ++s) w.addViewer(w.entities().idOfSlot(s), ViewerOptions{0, 1, s % 2 == 0});
+  fillViewerList(w);
   ThreadPool pool(2);
   std::mt19937 rng(5);
   for (uint32_t round = 0; round < 4; ++round) {
