@@ -7,18 +7,14 @@
 //   node bench/governor-levers.mjs [--dist dist] [--rounds 5] [--json]
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, Option } from 'commander';
+import { integerOption } from '../dist/tools/cli/util.js';
 import { median } from './measure.mjs';
 
-const positiveInt = (v) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('an integer ≥ 1');
-  return n;
-};
 const o = new Command('governor-levers')
   .description('time GovernorLevers.apply on the crowd-50k herd, level by level')
   .option('--dist <dir>', 'the build to load (its lib/ and tools/)', 'dist')
-  .option('--rounds <n>', 'rounds of levels 1, 2, 3, 4, 5, 0', positiveInt, 5)
+  .addOption(new Option('--rounds <n>', 'rounds of levels 1, 2, 3, 4, 5, 0').argParser(integerOption(1, 1000)).default(5))
   .option('--json', 'one JSON object on stdout', false)
   .parse()
   .opts();
