@@ -407,7 +407,9 @@ describe('run() with the governor', () => {
         if (n === 12) world.setCaps({ walkCap: 64 }); // at level 2 (caps 128/128)
         fake += n < 30 ? 500 : 1;
       },
-      onTick: (_r, report) => caps.push({ ...world.caps, level: report.governor.level } as never),
+      onTick: (_r, report) => {
+        caps.push({ ...world.caps, level: report.governor.level } as never);
+      },
       ticks: 30,
       governor: { clock: () => fake },
     });
