@@ -54,7 +54,7 @@ export function toRaw(meters: number): number {
   if (raw > MAX_RAW || raw < -MAX_RAW - 1) {
     throw new SightlineError(
       'ERR_SIGHTLINE_INVALID_ARGUMENT',
-      `toRaw: meters must be within ±2097152 m (the Int32 range of raw units), received ${describe(meters)}`,
+      `toRaw: meters must be from -2097152 m to just under 2097152 m (the Int32 range of raw units: 2^31 - 1 raw is 2097151.999 m), received ${describe(meters)}`,
     );
   }
   return raw;

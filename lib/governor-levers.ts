@@ -36,7 +36,9 @@ function sameShed(a: Shed, b: Shed): boolean {
 }
 
 /**
- * Applies governor levels to one World. The low-priority set is chosen when shedding starts
+ * Applies governor levels to one World. Walk and ghost caps are halved from the game's own
+ * (world.caps when shedding starts; a cap the game sets while shedding becomes that cap's base at
+ * the next level change) and given back at level 0. The low-priority set is chosen when shedding starts
  * (level 0 → above) and kept until it ends: the viewers `lowPriority` marks, or, without it, the
  * half of the viewers with the fewest update records in the last tick's packets (a viewer without
  * a packet then counts 0; ties: lower id first). Viewers added while shedding are left alone until
@@ -48,11 +50,15 @@ export class GovernorLevers {
   #level = 0;
   #low = new Set<EntityId>();
   #shed: GovernorShed;
+  // The game's caps, and the ones this governor wrote last (null: none in force).
+  #capsBase: { walkCap: number; ghostCap: number };
+  #capsSet: { walkCap: number; ghostCap: number } | null = null;
 
   constructor(world: World, settings: GovernorSettings) {
     this.#world = world;
     this.#settings = settings;
     const caps = world.caps;
+    this.#capsBase = caps;
     this.#shed = { level: 0, slowedViewers: 0, lowPriorityViewers: 0, walkCap: caps.walkCap, ghostCap: caps.ghostCap, payloadScale: 1, radiusScale: 1 };
   }
 
@@ -77,11 +83,18 @@ export class GovernorLevers {
       if (shed.period > 1) slowed++;
       if (low) lowCount++;
     }
-    const c = world.config;
-    const walkCap = level >= 2 ? Math.max(1, Math.ceil(c.walkCap / 2)) : c.walkCap;
-    const ghostCap = level >= 2 ? Math.max(1, Math.ceil(c.ghostCap / 2)) : c.ghostCap;
+    // The caps shed from are the game's (world.caps when shedding starts, or what the game set
+    // since the governor last wrote them), as the viewers' own settings are for the other levers.
     const caps = world.caps;
+    const set = this.#capsSet;
+    const base = (this.#capsBase = {
+      walkCap: set === null || caps.walkCap !== set.walkCap ? caps.walkCap : this.#capsBase.walkCap,
+      ghostCap: set === null || caps.ghostCap !== set.ghostCap ? caps.ghostCap : this.#capsBase.ghostCap,
+    });
+    const walkCap = level >= 2 ? Math.max(1, Math.ceil(base.walkCap / 2)) : base.walkCap;
+    const ghostCap = level >= 2 ? Math.max(1, Math.ceil(base.ghostCap / 2)) : base.ghostCap;
     if (caps.walkCap !== walkCap || caps.ghostCap !== ghostCap) world.setCaps({ walkCap, ghostCap });
+    this.#capsSet = level === 0 ? null : { walkCap, ghostCap };
     this.#level = level;
     this.#shed = {
       level,

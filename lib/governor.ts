@@ -27,8 +27,11 @@ export interface GovernorOptions {
    * the loop behind its schedule (under `'stretch'` the late ticks then run back to back until it
    * has caught up). The time lost between ticks (garbage collection, timers, other work of the
    * event loop) is not in the tick's wall time, so a governor that sees only the EWMA can hold in
-   * the dead band while the backlog lasts. An evaluation that finds the loop this far behind sheds
-   * as if the EWMA were above `high`, and never raises the load factor. A number ≥ 0 or
+   * the dead band while the backlog lasts. While the loop is this far behind the load factor never
+   * rises, and an evaluation sheds as if the EWMA were above `high` when the backlog is falling
+   * behind: when, at the rate it drained over the last ticks (an EWMA of each tick's lateness
+   * less the next one's, weight `smoothing`), it would not be gone within `recoverTicks` ticks.
+   * A backlog that drains fast (one stall, then cheap ticks) is held through, not shed for. A number ≥ 0 or
    * `Infinity` (the backlog ignored). Default 1 on the real clock; `Infinity` when `clock` is
    * injected (lateness is measured on the real clock, so it would make an injected-clock replay
    * depend on the machine), unless given.
@@ -145,8 +148,9 @@ export function readGovernor(value: unknown, tickHz: number): GovernorSettings |
  * The controller: {@link observe} each tick's wall time; every `evalTicks` ticks it classifies the
  * EWMA against the period: above `high` × period the load factor falls (× decrease, to `floor`),
  * below `low` × period it rises (+ increase, to 1) once `recoverTicks` have passed since the last
- * level change, between the two it holds. An evaluation whose tick started more than `backlogTicks`
- * periods late (the loop behind its schedule) sheds as above `high` and never rises. Two level changes are at least `evalTicks` apart, and
+ * level change, between the two it holds. While its ticks start more than `backlogTicks` periods
+ * late (the loop behind its schedule) it never rises, and sheds as above `high` when that backlog
+ * would not drain within `recoverTicks` at its recent rate. Two level changes are at least `evalTicks` apart, and
  * a rise at least `recoverTicks` after the change before it, so the level changes at most
  * 60 × tickHz / evalTicks times a minute while shedding and far fewer while oscillating.
  */
@@ -159,6 +163,8 @@ export class TickGovernor {
   #ticks = 0;
   #sinceChange = Infinity;
   #changes = 0;
+  #lateness = 0; // the last tick's, ms
+  #drain: number | null = null; // EWMA of the backlog given back a tick while behind, ms (null: not behind)
 
   constructor(settings: GovernorSettings, periodMs: number) {
     this.settings = settings;
@@ -172,13 +178,23 @@ export class TickGovernor {
   observe(tickMs: number, latenessMs = 0): boolean {
     const s = this.settings;
     this.#ewma = this.#ewma < 0 ? tickMs : this.#ewma + s.smoothing * (tickMs - this.#ewma);
+    // While behind (under 'stretch' the ticks then run back to back), the lateness of one tick
+    // less the next is what that tick gave back of the backlog: the period less its cycle.
+    const limit = s.backlogTicks * this.periodMs;
+    const behind = latenessMs > limit;
+    if (behind && this.#lateness > limit) {
+      const d = this.#lateness - latenessMs;
+      this.#drain = this.#drain === null ? d : this.#drain + s.smoothing * (d - this.#drain);
+    } else if (!behind) this.#drain = null;
+    this.#lateness = latenessMs;
     this.#ticks++;
     this.#sinceChange++;
     if (this.#ticks % s.evalTicks !== 0) return false;
     let load = this.#load;
-    const behind = latenessMs > s.backlogTicks * this.periodMs;
-    if (behind || this.#ewma > s.high * this.periodMs) load = Math.max(s.floor, load * s.decrease);
-    else if (this.#ewma < s.low * this.periodMs && this.#sinceChange >= s.recoverTicks) load = Math.min(1, load + s.increase);
+    // Falling behind: the backlog would not be gone within recoverTicks at the rate it drains.
+    const falling = behind && this.#drain !== null && this.#drain * s.recoverTicks < latenessMs;
+    if (falling || this.#ewma > s.high * this.periodMs) load = Math.max(s.floor, load * s.decrease);
+    else if (!behind && this.#ewma < s.low * this.periodMs && this.#sinceChange >= s.recoverTicks) load = Math.min(1, load + s.increase);
     this.#load = load;
     const level = levelOf(load);
     if (level === this.#level) return false;

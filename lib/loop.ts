@@ -105,7 +105,9 @@ export interface LoopSummary {
   readonly reason: LoopEndReason;
   /**
    * What the tick governor did: whether it ran, the ticks run at each level (index = level), its
-   * level changes, the lowest load factor, and what was shed at the end (null when off).
+   * level changes, the lowest load factor, and what was shed when the loop ended (null when off;
+   * its caps are the world's then). The loop gives back what it shed as it ends: the world's
+   * viewers and caps are the game's own again.
    */
   readonly governor: {
     readonly enabled: boolean;
@@ -125,7 +127,12 @@ export interface LoopHandle {
    * loop cannot end before that callback returns.
    */
   stop(): Promise<void>;
-  /** Resolves with the totals when the loop ends; rejects with the error of a throwing step or onTick, or of `world.tick()`. */
+  /**
+   * Resolves with the totals when the loop ends; rejects with the error of a throwing step or
+   * onTick, of `world.tick()`, of a throwing `governor.lowPriority`, or
+   * ERR_SIGHTLINE_INVALID_LOOP_OPTION when `governor.clock` returns something other than a finite
+   * number.
+   */
   readonly done: Promise<LoopSummary>;
 }
 
@@ -134,6 +141,14 @@ const SPIN_MS = 1;
 
 function invalid(message: string): never {
   throw new SightlineError('ERR_SIGHTLINE_INVALID_LOOP_OPTION', message);
+}
+
+// An injected governor clock's reading, checked: a NaN would make the EWMA NaN and the governor
+// silently never shed.
+function clockMs(clock: () => number): number {
+  const t = clock();
+  if (typeof t !== 'number' || !Number.isFinite(t)) invalid(`governor.clock must return a finite number of ms, returned ${describe(t)}`);
+  return t;
 }
 
 function isThenable(v: unknown): v is PromiseLike<unknown> {
@@ -268,6 +283,8 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
     let minLoad = 1;
     let levelDue = false; // a level change waits to be applied before the next step
     let last: TickResult | undefined;
+    let finalShed: GovernorShed | undefined;
+    let restoreError: unknown;
     try {
       while (reason === undefined && n < limit) {
         const deadline = epoch + n * period;
@@ -295,7 +312,7 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
           levers.apply(governor.state.level, last);
           levelDue = false;
         }
-        const began = clock ? clock() : 0;
+        const began = clock ? clockMs(clock) : 0;
         if (step) {
           const r = insideLoop.run(handle, step, n, world);
           if (isThenable(r)) await r;
@@ -325,7 +342,7 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
           if (isThenable(r)) await r;
         }
         if (governor && clock) {
-          if (governor.observe(clock() - began, lateness)) levelDue = true;
+          if (governor.observe(clockMs(clock) - began, lateness)) levelDue = true;
           minLoad = Math.min(minLoad, governor.state.loadFactor);
         }
         last = result;
@@ -334,7 +351,18 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
     } finally {
       signal?.removeEventListener('abort', onAbort);
       running.delete(world);
+      // What the governor shed goes back when its loop ends (a later loop, or the game's own
+      // ticks, start from the game's settings); the summary keeps what was in force at the end.
+      if (levers !== null && !world.closed && levers.shed.level !== 0) {
+        finalShed = { ...levers.shed, ...world.caps };
+        try {
+          levers.apply(0, undefined);
+        } catch (e) {
+          restoreError = e;
+        }
+      }
     }
+    if (restoreError !== undefined) throw restoreError;
     return {
       ticks: ran,
       dropped,
@@ -347,7 +375,7 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
         ticksAtLevel: Array.from({ length: ticksAtLevel.length }, (_, i) => ticksAtLevel[i] ?? 0),
         changes: governor?.state.changes ?? 0,
         minLoadFactor: minLoad,
-        final: levers?.shed ?? null,
+        final: finalShed ?? levers?.shed ?? null,
       },
     };
   };

@@ -64,7 +64,7 @@ export function checkCoordinate(name: string, meters: unknown): number {
   if (raw < -2147483648 || raw > 2147483647) {
     throw new SightlineError(
       'ERR_SIGHTLINE_INVALID_POSITION',
-      `${name} must be within ±2097152 m (Int32 raw units), received ${describe(meters)}`,
+      `${name} must be from -2097152 m to just under 2097152 m (the Int32 range of raw units: 2^31 - 1 raw is 2097151.999 m), received ${describe(meters)}`,
     );
   }
   return raw;

@@ -139,12 +139,8 @@ export class WorldViewers extends WorldEntities {
     const o = readOptions('addViewer', options, VIEWER_OPTIONS);
     const payloadBytes = o.payloadBytes === undefined ? this.config.payloadBytes : o.payloadBytes;
     const sendPeriod = o.sendPeriod === undefined ? 1 : o.sendPeriod;
-    if (typeof payloadBytes !== 'number' || typeof sendPeriod !== 'number') {
-      throw new SightlineError(
-        'ERR_SIGHTLINE_INVALID_VIEWER_OPTION',
-        `payloadBytes and sendPeriod must be numbers, received ${describe(payloadBytes)} and ${describe(sendPeriod)}`,
-      );
-    }
+    if (typeof payloadBytes !== 'number') throw new SightlineError('ERR_SIGHTLINE_INVALID_VIEWER_OPTION', `payloadBytes must be a number, received ${describe(payloadBytes)}`);
+    if (typeof sendPeriod !== 'number') throw new SightlineError('ERR_SIGHTLINE_INVALID_VIEWER_OPTION', `sendPeriod must be a number, received ${describe(sendPeriod)}`);
     const acks = readBoolean('acks', o.acks, false);
     const radius = o.viewRadius === undefined ? 0 : viewRadiusRaw(this.config, o.viewRadius);
     const groups = o.groups === undefined ? ALL_GROUPS : groupsMask('groups', o.groups);
