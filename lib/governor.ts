@@ -93,6 +93,12 @@ export interface GovernorState {
   readonly periodMs: number;
   /** Level changes so far. */
   readonly changes: number;
+  /**
+   * Ticks a level must hold before the load factor may rise: `recoverTicks`, doubled (to 8 ×) by
+   * each rise that failed (a shed within 2 × recoverTicks of it), halved (back to recoverTicks)
+   * by each rise that held that long. 0 while off.
+   */
+  readonly recoverWaitTicks: number;
 }
 
 /** Options read, defaults filled in. */
@@ -147,8 +153,9 @@ export function readGovernor(value: unknown, tickHz: number): GovernorSettings |
 /**
  * The controller: {@link observe} each tick's wall time; every `evalTicks` ticks it classifies the
  * EWMA against the period: above `high` × period the load factor falls (× decrease, to `floor`),
- * below `low` × period it rises (+ increase, to 1) once `recoverTicks` have passed since the last
- * level change, between the two it holds. While its ticks start more than `backlogTicks` periods
+ * below `low` × period it rises (+ increase, to 1) once `recoverWaitTicks` have passed since the
+ * last level change (recoverTicks, doubled by each rise that a shed undid within 2 × recoverTicks,
+ * up to 8 ×, and halved by each rise that held), between the two it holds. While its ticks start more than `backlogTicks` periods
  * late (the loop behind its schedule) it never rises, and sheds as above `high` when that backlog
  * would not drain within `recoverTicks` at its recent rate. Two level changes are at least `evalTicks` apart, and
  * a rise at least `recoverTicks` after the change before it, so the level changes at most
@@ -165,10 +172,13 @@ export class TickGovernor {
   #changes = 0;
   #lateness = 0; // the last tick's, ms
   #drain: number | null = null; // EWMA of the backlog given back a tick while behind, ms (null: not behind)
+  #wait: number; // ticks a level holds before a rise (recoverWaitTicks)
+  #sinceRise = Infinity; // ticks since a level rise still on trial (Infinity: none)
 
   constructor(settings: GovernorSettings, periodMs: number) {
     this.settings = settings;
     this.periodMs = periodMs;
+    this.#wait = settings.recoverTicks;
   }
 
   /**
@@ -189,15 +199,27 @@ export class TickGovernor {
     this.#lateness = latenessMs;
     this.#ticks++;
     this.#sinceChange++;
+    // A rise that held 2 × recoverTicks without a shed: the wait before the next one halves.
+    if (this.#sinceRise !== Infinity && ++this.#sinceRise >= 2 * s.recoverTicks) {
+      this.#wait = Math.max(s.recoverTicks, this.#wait / 2);
+      this.#sinceRise = Infinity;
+    }
     if (this.#ticks % s.evalTicks !== 0) return false;
     let load = this.#load;
     // Falling behind: the backlog would not be gone within recoverTicks at the rate it drains.
     const falling = behind && this.#drain !== null && this.#drain * s.recoverTicks < latenessMs;
     if (falling || this.#ewma > s.high * this.periodMs) load = Math.max(s.floor, load * s.decrease);
-    else if (!behind && this.#ewma < s.low * this.periodMs && this.#sinceChange >= s.recoverTicks) load = Math.min(1, load + s.increase);
+    else if (!behind && this.#ewma < s.low * this.periodMs && this.#sinceChange >= this.#wait) load = Math.min(1, load + s.increase);
     this.#load = load;
     const level = levelOf(load);
     if (level === this.#level) return false;
+    if (level < this.#level) this.#sinceRise = 0;
+    else if (this.#sinceRise !== Infinity) {
+      // The rise before failed (the level it left was needed after all): wait twice as long
+      // before the next (the doubling penalty of Fiedler's good/bad mode switch).
+      this.#wait = Math.min(8 * s.recoverTicks, 2 * this.#wait);
+      this.#sinceRise = Infinity;
+    }
     this.#level = level;
     this.#sinceChange = 0;
     this.#changes++;
@@ -205,6 +227,14 @@ export class TickGovernor {
   }
 
   get state(): GovernorState {
-    return { enabled: true, loadFactor: this.#load, level: this.#level, ewmaMs: Math.max(0, this.#ewma), periodMs: this.periodMs, changes: this.#changes };
+    return {
+      enabled: true,
+      loadFactor: this.#load,
+      level: this.#level,
+      ewmaMs: Math.max(0, this.#ewma),
+      periodMs: this.periodMs,
+      changes: this.#changes,
+      recoverWaitTicks: this.#wait,
+    };
   }
 }

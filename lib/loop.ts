@@ -187,7 +187,7 @@ const LOOP_OPTIONS = ['step', 'onTick', 'overrun', 'ticks', 'signal', 'lateToler
 
 // The state a loop without a governor reports.
 function restingGovernor(periodMs: number): GovernorState {
-  return { enabled: false, loadFactor: 1, level: 0, ewmaMs: 0, periodMs, changes: 0 };
+  return { enabled: false, loadFactor: 1, level: 0, ewmaMs: 0, periodMs, changes: 0, recoverWaitTicks: 0 };
 }
 
 // Worlds with a loop running: a second run() on one of them is refused.

@@ -98,6 +98,34 @@ describe('TickGovernor', () => {
     expect(readGovernor(undefined, 20)!.backlogTicks).toBe(1);
   });
 
+  it('waits twice as long before a rise after one that failed, up to 8 × recoverTicks, and half as long after one that held', () => {
+    const g = governorAt({ recoverTicks: 20 });
+    // Shed to level 1 (load 0.7) under 80 ms ticks.
+    for (let i = 0; i < 5; i++) g.observe(80);
+    expect(g.state).toMatchObject({ level: 1, recoverWaitTicks: 20 });
+    // Light ticks: it rises once 20 ticks have passed; the load comes back at once (a failed rise).
+    const cycle = (): number => {
+      let t = 0;
+      while (g.state.level !== 0) {
+        g.observe(10);
+        t++;
+      }
+      for (let i = 0; i < 5; i++) g.observe(80); // undone within 2 × recoverTicks
+      return t;
+    };
+    const waits: number[] = [];
+    for (let k = 0; k < 5; k++) {
+      cycle();
+      waits.push(g.state.recoverWaitTicks);
+    }
+    expect(waits).toEqual([40, 80, 160, 160, 160]);
+    // A rise that holds 2 × recoverTicks halves the wait.
+    while (g.state.level !== 0) g.observe(10);
+    for (let i = 0; i < 40; i++) g.observe(10);
+    expect(g.state.recoverWaitTicks).toBe(80);
+    expect(readGovernor(undefined, 20) && governorAt().state.recoverWaitTicks).toBe(40);
+  });
+
   for (const seed of [1, 2, 3]) {
     it(`changes level at most a bounded number of times a minute, whatever the load (seed ${seed})`, () => {
       withSeed(seed, () => {
