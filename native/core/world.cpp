@@ -54,7 +54,23 @@ void World::addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked)
                     "entity " + std::to_string(avatarId) + " is already a viewer (one viewer per avatar)");
   std::unique_ptr<Viewer> v = makeViewer(avatarId, opts, /*avatarChecked=*/true);
   reserveViewerAdds(1);
+  growOutput(outputBytes_ + v->payloadBytes);
   adoptViewer(std::move(v));
+}
+
+void World::growOutput(uint64_t total) {
+  // Between ticks, so no pass writes either block; a result handed out holds its own reference to
+  // the block it reads (or a copy), and the bytes move along for readers of output(). Half as much
+  // again at least, so adding viewers one by one costs a few blocks, not one per viewer.
+  for (auto& out : output_) {
+    if (out && out->size >= total) continue;
+    const size_t old = out ? out->size : 0;
+    size_t n = std::max<size_t>(total + total / 4 + 64, old + old / 2);
+    n = std::max<size_t>(std::min<size_t>(n, kMaxOutputBytes), total);
+    auto grown = std::make_shared<OutputBlock>(n);
+    if (old > 0) std::memcpy(grown->data.get(), out->data.get(), old);
+    out = std::move(grown);
+  }
 }
 
 void World::checkPayloadBytes(uint32_t payload) const {

@@ -267,9 +267,11 @@ struct Viewer {
 
 // One of the two output buffers.
 struct OutputBlock {
-  // Zeroed; on huge pages where the system allows (allocateLarge).
+  // Zeroed (every page touched, so the pass that first writes it does not pay the page faults);
+  // on small pages (allocateLarge says why).
   explicit OutputBlock(size_t n)
-      : data(static_cast<uint8_t*>(allocateLarge((n + 63) & ~size_t{63})), Release{(n + 63) & ~size_t{63}}), size(n) {
+      : data(static_cast<uint8_t*>(allocateLarge((n + 63) & ~size_t{63}, /*hugePages=*/false)), Release{(n + 63) & ~size_t{63}}),
+        size(n) {
     std::memset(data.get(), 0, n);
   }
   struct Release {
@@ -404,6 +406,11 @@ class World {
     startTick();
   }
   void reserveTick(unsigned threads);
+  // Grows both output buffers (keeping their bytes) to hold `total` payload bytes, so the tick that
+  // first serves viewers added between ticks does not allocate and first touch megabytes of output
+  // (addViewer calls it; reserveTick still grows the next tick's buffer when viewers were added
+  // during a pass). Throws std::bad_alloc, with the world's packets unchanged.
+  void growOutput(uint64_t total);
   void startTick() noexcept;
   // The output buffer the next tick (tick() + 1) writes, once reserveTick has made it.
   const std::shared_ptr<OutputBlock>& nextOutputBuffer() const { return output_[(tick_ + 1) & 1]; }
