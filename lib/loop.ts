@@ -72,7 +72,9 @@ export interface LoopOptions {
   /**
    * The tick governor (lib/governor.ts): on by default (`true` or left out), off with `false`, or
    * {@link GovernorOptions}. It keeps an EWMA of each tick's wall time (step, pass and onTick)
-   * against the period and sheds load in levels ({@link GOVERNOR_LEVELS}) before ticks are late:
+   * against the period (from the loop's second tick: the first pays one-off costs, as a new
+   * world's first pass filling every viewer's ghost table) and sheds load in levels
+   * ({@link GOVERNOR_LEVELS}) before ticks are late:
    * longer send periods for low-priority viewers, smaller walk and ghost caps, smaller packets, a
    * smaller view radius, every viewer's send period. Its decisions take effect before a tick's
    * step, as inputs of that tick; a world never overloaded is never touched.
@@ -341,7 +343,9 @@ export function run(world: World, options: LoopOptions = {}): LoopHandle {
           const r = insideLoop.run(handle, onTick, result, report);
           if (isThenable(r)) await r;
         }
-        if (governor && clock) {
+        // From the loop's second tick: the first pays one-off costs (a new world's first pass fills
+        // every viewer's ghost table, the game's code runs cold) that say nothing of the load.
+        if (governor && clock && ran > 1) {
           if (governor.observe(clockMs(clock) - began, lateness)) levelDue = true;
           minLoad = Math.min(minLoad, governor.state.loadFactor);
         }
