@@ -40,7 +40,9 @@ Napi::Value NativeWorld::AddViewer(const Napi::CallbackInfo& info) {
   if (teleport != 0) viewerOption(env, teleport, "teleportDistance (raw)", 1, double(c.regionRaw), " raw units");
   ViewerOptions opts{uint32_t(payload), uint32_t(period), acks, int64_t(radius), groups, self, int64_t(teleport)};
   if (!running_) {
-    guarded(env, [&] { world_->addViewer(id, opts); return 0; });
+    // The pool threads' scratch first (it changes nothing the world holds), so that a world's
+    // first tick does not allocate and first touch it.
+    guarded(env, [&] { world_->reserveScratch(pool_->size()); world_->addViewer(id, opts); return 0; });
     reportMemorySoon(env);
     return env.Undefined();
   }

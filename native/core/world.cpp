@@ -61,7 +61,10 @@ void World::addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked)
 void World::growOutput(uint64_t total) {
   // Between ticks, so no pass writes either block; a result handed out holds its own reference to
   // the block it reads (or a copy), and the bytes move along for readers of output(). Half as much
-  // again at least, so adding viewers one by one costs a few blocks, not one per viewer.
+  // again at least, so adding viewers one by one costs a few blocks, not one per viewer. Past
+  // kEagerOutputBytes the tick grows them as it did (a world of such viewers that never ticks
+  // does not hold gigabytes).
+  if (total > kEagerOutputBytes) return;
   for (auto& out : output_) {
     if (out && out->size >= total) continue;
     const size_t old = out ? out->size : 0;
