@@ -60,18 +60,19 @@ void World::addViewer(uint32_t avatarId, ViewerOptions opts, bool avatarChecked)
 
 void World::growOutput(uint64_t total) {
   // Between ticks, so no pass writes either block; a result handed out holds its own reference to
-  // the block it reads (or a copy), and the bytes move along for readers of output(). Half as much
-  // again at least, so adding viewers one by one costs a few blocks, not one per viewer. Past
+  // the block it reads (or a copy), and the bytes move along for readers of output() (before the
+  // first tick there are none). Twice the size at least, so adding viewers one by one touches
+  // about twice the final size in all, not a block per viewer. Past
   // kEagerOutputBytes the tick grows them as it did (a world of such viewers that never ticks
   // does not hold gigabytes).
   if (total > kEagerOutputBytes) return;
   for (auto& out : output_) {
     if (out && out->size >= total) continue;
     const size_t old = out ? out->size : 0;
-    size_t n = std::max<size_t>(total + total / 4 + 64, old + old / 2);
+    size_t n = std::max<size_t>(total + total / 4 + 64, std::min<size_t>(2 * old, kEagerOutputBytes));
     n = std::max<size_t>(std::min<size_t>(n, kMaxOutputBytes), total);
     auto grown = std::make_shared<OutputBlock>(n);
-    if (old > 0) std::memcpy(grown->data.get(), out->data.get(), old);
+    if (old > 0 && tick_ > 0) std::memcpy(grown->data.get(), out->data.get(), old);
     out = std::move(grown);
   }
 }
