@@ -150,21 +150,27 @@ export class WorldConfig {
 
   /**
    * The raw value to write into `world.fields[name]` for a value in the field's declared units:
-   * round((value − min) × (2^bits − 1) / (max − min)), clamped to 0 .. 2^bits − 1.
-   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (no field of that name; value not a number).
+   * round((value − min) × (2^bits − 1) / (max − min)), clamped to 0 .. 2^bits − 1 (±Infinity to
+   * the ends).
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (no field of that name; value not a number, or NaN).
    */
   fieldToRaw(name: string, value: number): number {
-    if (typeof value !== 'number') fail('ERR_SIGHTLINE_INVALID_ARGUMENT', `value must be a number, received ${describe(value)}`);
+    if (typeof value !== 'number' || Number.isNaN(value)) fail('ERR_SIGHTLINE_INVALID_ARGUMENT', `value must be a number, received ${describe(value)}`);
     return fieldToRaw(this.#field(name), value);
   }
 
   /**
    * A field's value in its declared units for a raw value: min + raw × ((max − min) / (2^bits − 1)).
-   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (no field of that name; raw not a number).
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (no field of that name; raw not an integer from 0 to
+   *   2^bits − 1).
    */
   fieldFromRaw(name: string, raw: number): number {
-    if (typeof raw !== 'number') fail('ERR_SIGHTLINE_INVALID_ARGUMENT', `raw must be a number, received ${describe(raw)}`);
-    return fieldFromRaw(this.#field(name), raw);
+    const field = this.#field(name);
+    const top = 2 ** field.bits - 1;
+    if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 0 || raw > top) {
+      fail('ERR_SIGHTLINE_INVALID_ARGUMENT', `raw must be an integer from 0 to ${top} (field ${name}: ${field.bits} bits), received ${describe(raw)}`);
+    }
+    return fieldFromRaw(field, raw);
   }
 
   #field(name: string): FieldSpec {

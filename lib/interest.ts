@@ -74,8 +74,9 @@ export function priorityWeight(value: unknown): number {
 }
 
 /**
- * A boost: at most 64 entity ids (an array or iterable of integers 0 to 2^32 - 1) and a factor,
- * an integer from 1 to 16. Returns the ids as a Uint32Array.
+ * A boost: at most 64 distinct entity ids (an array or iterable of integers 0 to 2^32 - 1;
+ * repeats count once) and a factor, an integer from 1 to 16. Returns the distinct ids as a
+ * Uint32Array.
  * @throws ERR_SIGHTLINE_INVALID_VIEWER_OPTION (factor, or too many ids), ERR_SIGHTLINE_INVALID_ARGUMENT (ids).
  */
 export function boostSet(entities: unknown, factor: unknown): Uint32Array {
@@ -85,14 +86,16 @@ export function boostSet(entities: unknown, factor: unknown): Uint32Array {
   if (typeof entities !== 'object' || entities === null || typeof (entities as Iterable<unknown>)[Symbol.iterator] !== 'function') {
     throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `the boosted entities must be an array of entity ids, received ${describe(entities)}`);
   }
-  const ids = Array.from(entities as Iterable<unknown>);
-  if (ids.length > MAX_BOOSTED) {
-    throw new SightlineError('ERR_SIGHTLINE_INVALID_VIEWER_OPTION', `a boost set holds at most ${MAX_BOOSTED} entities, received ${ids.length}`);
-  }
-  for (const id of ids) {
+  // A set: repeats count once, towards the 64 as well.
+  const ids = new Set<number>();
+  for (const id of entities as Iterable<unknown>) {
     if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > 0xffffffff) {
       throw new SightlineError('ERR_SIGHTLINE_INVALID_ARGUMENT', `a boosted entity must be an integer entity id from 0 to 4294967295, received ${describe(id)}`);
     }
+    ids.add(id);
+    if (ids.size > MAX_BOOSTED) {
+      throw new SightlineError('ERR_SIGHTLINE_INVALID_VIEWER_OPTION', `a boost set holds at most ${MAX_BOOSTED} distinct entities, received more than that`);
+    }
   }
-  return Uint32Array.from(ids as number[]);
+  return Uint32Array.from(ids);
 }

@@ -282,9 +282,12 @@ export class WorldViewers extends WorldEntities {
    * {@link WorldOptions.congestion}): mode, smoothed round-trip time and loss, packets tracked,
    * acknowledged and lost. Null when congestion control is off, the viewer has no acks, or none
    * of its packets has gone out yet.
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (an id not a number), ERR_SIGHTLINE_INVALID_ENTITY,
+   *   ERR_SIGHTLINE_UNKNOWN_VIEWER (not a viewer), as the other viewer getters.
    */
   congestionStats(viewer: EntityId): CongestionStats | null {
     this[REQUIRE_OPEN]();
+    this.servedSettings(viewer); // the id's checks, and that it is a viewer
     return this.#overload.congestionStats(viewer);
   }
 

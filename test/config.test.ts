@@ -526,7 +526,11 @@ describe('fast fields and attributes', () => {
     expect(c.fieldToRaw('health', -3)).toBe(0);
     expect(c.fieldToRaw('anim', 17)).toBe(17);
     expect(c.fieldFromRaw('anim', 17)).toBe(17);
-    expect(c.fieldToRaw('health', NaN)).toBe(0);
+    expect(c.fieldToRaw('health', Infinity)).toBe(255);
+    expect(c.fieldToRaw('health', -Infinity)).toBe(0);
+    for (const bad of [NaN, '1' as never]) expect(() => c.fieldToRaw('health', bad)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    for (const bad of [NaN, -1, 0.5, 256, Infinity]) expect(() => c.fieldFromRaw('health', bad)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    expect(c.fieldFromRaw('health', 255)).toBe(100);
     expect(() => c.fieldToRaw('speed', 1)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT', message: expect.stringContaining('yaw, anim, health') }));
     expect(() => c.fieldToRaw('yaw', '1' as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
   });

@@ -210,6 +210,11 @@ describe('congestion control on a LossyLink', () => {
     const off = await linkRun(() => r() < 0.2, false);
     expect(sum(off.sentPerTick)).toBe(400);
     expect(off.world.congestionStats(off.world.viewerIds()[0])).toBeNull();
+    // The id is checked as by the other viewer getters, on or off.
+    const notViewer = off.world.spawn({ x: 1, y: 1, z: 0 });
+    expect(() => off.world.congestionStats(notViewer)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_UNKNOWN_VIEWER' }));
+    expect(() => off.world.congestionStats('x' as never)).toThrow(expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_ARGUMENT' }));
+    expect(() => off.world.congestionStats(-5)).toThrow(expect.objectContaining({ code: expect.stringMatching(/^ERR_SIGHTLINE_INVALID_(ENTITY|ARGUMENT)$/) }));
     off.world.close();
   });
 });

@@ -297,6 +297,9 @@ describe('bad input', () => {
     expect(w.priority(e)).toBe(7);
     expect(w.viewerSettings(v)).toMatchObject({ groups: 5, boost: { entities: [e], factor: 3 } });
     expect(w.hasViewer(e)).toBe(false);
+    // Repeats count once, towards the 64 as well.
+    w.setBoost(v, Array(100).fill(e), 3);
+    expect(w.viewerSettings(v)).toMatchObject({ boost: { entities: [e], factor: 3 } });
     // A mask built by bit operators is read as its unsigned value.
     w.setGroups(e, ~0);
     expect(w.groups(e)).toBe(0xffffffff);

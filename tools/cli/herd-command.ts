@@ -8,7 +8,7 @@ import { HERD_DEFAULT_SECONDS, HERD_NETS, HERD_WEB_HOST, HERD_WEB_PORT, runHerd,
 import { HERD_SCENARIOS, herdDefaults, type HerdScenario } from '../herd/scenarios.js';
 import { WEB_MAX_PAGES } from '../herd/web-herd.js';
 import { formatHerdReport } from './herd-report.js';
-import { EXIT_USAGE, flagError, fmt, integerOption, positiveNumberOption } from './util.js';
+import { actionExit, EXIT_INTERRUPTED, EXIT_USAGE, flagError, fmt, integerOption, positiveNumberOption } from './util.js';
 
 /** Registers `sightline herd` on a program. */
 export function registerHerdCommand(program: Command): Command {
@@ -129,5 +129,6 @@ export function registerHerdCommand(program: Command): Command {
         bar?.stop();
       }
       process.stdout.write(opts.json ? `${JSON.stringify(report)}\n` : formatHerdReport(report));
+      if (report.interrupted) actionExit.code = EXIT_INTERRUPTED;
     });
 }

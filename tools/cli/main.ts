@@ -12,7 +12,7 @@ import { Command, CommanderError } from 'commander';
 import { SightlineError } from 'sightline';
 import { registerHerdCommand } from './herd-command.js';
 import { registerQualityCommand } from './quality-command.js';
-import { ERR_INVALID_FLAG, EXIT_FAILURE, EXIT_USAGE, isEntryPoint } from './util.js';
+import { actionExit, ERR_INVALID_FLAG, EXIT_FAILURE, EXIT_USAGE, isEntryPoint } from './util.js';
 
 // The installed package's version, from its package.json (exported as `sightline/package.json`).
 function packageVersion(): string {
@@ -37,9 +37,10 @@ export function createProgram(): Command {
 /** Runs the CLI on argv (process.argv form) and resolves with the exit code. */
 export async function main(argv: readonly string[] = process.argv): Promise<number> {
   const program = createProgram();
+  actionExit.code = 0;
   try {
     await program.parseAsync([...argv]);
-    return 0;
+    return actionExit.code;
   } catch (e) {
     if (e instanceof CommanderError) {
       // Commander has written the help or the message already. `commander.help` with exit code 1

@@ -2,7 +2,7 @@
 // importing the library does not load the command-line parser.
 import { Option, type Command } from 'commander';
 import { QUALITY_SCENARIOS, QUALITY_SCENARIO_DEFAULTS, QUALITY_STRATEGIES, formatQualityReport, runQuality, type QualityScenario, type QualityStrategy } from '../quality/index.js';
-import { integerOption } from './util.js';
+import { actionExit, EXIT_INTERRUPTED, integerOption } from './util.js';
 
 /** Options of `sightline quality`, parsed. */
 interface QualityCommandOptions {
@@ -112,5 +112,6 @@ export function registerQualityCommand(program: Command): Command {
       }
       if (progress && report.interrupted) process.stderr.write('\r\x1b[K');
       process.stdout.write(opts.json ? `${JSON.stringify(report)}\n` : formatQualityReport(report));
+      if (report.interrupted) actionExit.code = EXIT_INTERRUPTED;
     });
 }

@@ -8,6 +8,11 @@ import { SightlineError } from 'sightline';
 export const EXIT_USAGE = 2;
 /** Exit code for a failure while running. */
 export const EXIT_FAILURE = 1;
+/** Exit code of a run ended early by SIGINT, after its report (128 + SIGINT's 2, the shells' convention). */
+export const EXIT_INTERRUPTED = 130;
+
+/** The exit code a subcommand's action asks for when it returns normally (`main` reads it, 0 by default). */
+export const actionExit = { code: 0 };
 
 /** Error code of a flag whose value is invalid given the other flags (exit code 2). */
 export const ERR_INVALID_FLAG = 'ERR_SIGHTLINE_INVALID_FLAG';
