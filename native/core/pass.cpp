@@ -119,6 +119,10 @@ RecordWriter recordWriter(bool chosen, bool fields, bool marks) {
   return table[(chosen ? 4 : 0) | (fields ? 2 : 0) | (marks ? 1 : 0)];
 }
 
+// How many ghost table entries one repeat scan (fillAttributes, viewers without acknowledgements)
+// looks at, before the table's size bounds it: twice the share due a pass, at least 16.
+inline uint32_t repeatScan(uint32_t size, uint32_t K) { return std::max<uint32_t>(16, 2 * ((size + K - 1) / K)); }
+
 }  // namespace
 
 // The kinds' and attributes' floor of a packet with `stateBytes` for records and sections:
@@ -151,6 +155,17 @@ void World::serve(Viewer& v, Scratch& s) {
     } else {
       resolvePacket(v, log->packets[logSlot], logSlot, AckLog::Assumed);
     }
+  }
+
+  // The attribute queue's front, and for viewers without acknowledgements the attribute states the
+  // repeat scan (fillAttributes) will read, asked for now (they are cold: read once per K passes), so they arrive while the gather runs.
+  if (gt.tracksAttributes()) gt.prefetchAttributeQueue();
+  if (gt.tracksAttributes() && c.attributeRepeatPasses > 0 && !(log && log->acknowledging) && gt.size() > 0) {
+    const uint32_t size = gt.size(), scan = std::min(repeatScan(size, c.attributeRepeatPasses), size);
+    const uint32_t from = v.attributeCursor % size;
+    const uint32_t head = std::min(scan, size - from);
+    gt.prefetchAttributes(from, head);
+    if (head < scan) gt.prefetchAttributes(0, scan - head);
   }
 
   // Subscription box (cells within the cell radius); a change is counted.
@@ -545,14 +560,34 @@ void World::serve(Viewer& v, Scratch& s) {
     }
     const uint32_t K = c.attributeRepeatPasses, size = gt.size();
     if (K == 0 || acking || size == 0) return;
-    for (uint32_t k = 0, scan = std::max<uint32_t>(16, 2 * ((size + K - 1) / K)); k < std::min(scan, size); ++k) {
-      const uint32_t e = v.attributeCursor % size;
-      const GhostEntry& ge = gt.at(e);
-      const GhostAttribute& ga = gt.attributeAt(e);
-      if (ge.state == kLive && !(ge.flags & kUnheld) && !ga.queued && uint16_t(pass - ga.lastPass) >= K && !sendAttributes(e, limit))
-        return;
-      v.attributeCursor = e + 1;
+    // One division: the index after e is e + 1, or 0 past the end. The cursor is stored as the
+    // index after the last one looked at (possibly size: taken modulo the size the next call sees).
+    const uint32_t scan = std::min(repeatScan(size, K), size);
+    // The due entries are found a batch at a time and their attribute entries (cold: a random
+    // slot each) asked for together, then sent in order: the same entries, in the same order, as
+    // sending each as it is found (a send changes no other entry's state).
+    constexpr uint32_t kBatch = 32;
+    uint32_t cursor = v.attributeCursor, e = cursor % size;
+    for (uint32_t k = 0; k < scan;) {
+      uint32_t due[kBatch], cursorAt[kBatch], found = 0;  // cursorAt: the cursor before due[j] was looked at
+      for (; k < scan && found < kBatch; ++k) {
+        const GhostEntry& ge = entries[e];
+        const GhostAttribute& ga = gt.attributeAt(e);
+        if (ge.state == kLive && !(ge.flags & kUnheld) && !ga.queued && uint16_t(pass - ga.lastPass) >= K) {
+          __builtin_prefetch(attrs.entry(slotOfId(ge.id)));
+          due[found] = e, cursorAt[found++] = cursor;
+        }
+        cursor = e + 1;
+        e = cursor == size ? 0 : cursor;
+      }
+      for (uint32_t j = 0; j < found; ++j) {
+        if (!sendAttributes(due[j], limit)) {
+          v.attributeCursor = cursorAt[j];
+          return;
+        }
+      }
     }
+    v.attributeCursor = cursor;
   };
   if (stateOn) {
     const uint32_t floor = sectionFloor(stateBytes);
@@ -685,7 +720,13 @@ void World::serve(Viewer& v, Scratch& s) {
   v.kindBacklog = uint16_t(std::min<uint32_t>(backlog, 0xffff));
   // Attributes pending, in the room the records and kinds left (entries are inserted by now: the
   // table's own index finds them).
-  if (attributesOn && sections.bytes() < sectionRoom) fillAttributes(sectionRoom, [&](uint32_t id) { return gt.find(id); });
+  // An entry held at the lookup's load keeps its index until the removals at the end of the pass:
+  // the map finds it (warm) before the table's index (cold) is probed for one inserted since.
+  if (attributesOn && sections.bytes() < sectionRoom)
+    fillAttributes(sectionRoom, [&](uint32_t id) {
+      const int32_t e = lookup.find(id);
+      return e >= 0 ? e : gt.find(id);
+    });
   uint8_t flags = eventCount ? kFlagEvents : 0;
   p = sections.write(p, flags);
   st.kinds += sections.kindCount();
