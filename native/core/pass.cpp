@@ -161,7 +161,8 @@ void World::serve(Viewer& v, Scratch& s) {
   // repeat scan (fillAttributes) will read, asked for now (they are cold: read once per K passes), so they arrive while the gather runs.
   if (gt.tracksAttributes()) gt.prefetchAttributeQueue();
   if (gt.tracksAttributes() && c.attributeRepeatPasses > 0 && !(log && log->acknowledging) && gt.size() > 0) {
-    const uint32_t size = gt.size(), scan = std::min(repeatScan(size, c.attributeRepeatPasses), size);
+    // Two scans' worth: the fill after the records goes on where the one before them stopped.
+    const uint32_t size = gt.size(), scan = std::min(2 * repeatScan(size, c.attributeRepeatPasses), size);
     const uint32_t from = v.attributeCursor % size;
     const uint32_t head = std::min(scan, size - from);
     gt.prefetchAttributes(from, head);
@@ -696,6 +697,11 @@ void World::serve(Viewer& v, Scratch& s) {
   // change (the record goes again, with the kind, as soon as it scores) and the next packet keeps
   // room for it.
   uint32_t backlog = 0;
+  if (attributesOn && snap.stateChecks())  // their attribute states are cold: asked for together first
+    for (uint32_t k = 0; k < others; ++k) {
+      const World::Scored& r = sc[order ? order[other[k]] : other[k]];
+      if (!r.fresh) __builtin_prefetch(&gt.attributeAt(uint32_t(r.entry)));
+    }
   for (uint32_t k = 0; k < others && snap.stateChecks(); ++k) {
     const World::Scored& r = sc[order ? order[other[k]] : other[k]];
     if (r.fresh) continue;
