@@ -56,8 +56,12 @@ __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored*
   if constexpr (kMarks) {
     // Two loops, the records then the marks: one loop over both kept more values live than there
     // are registers, and reloaded them from the stack for every record.
+    // The marks loop's reads are random (packet order): asked for here, they arrive meanwhile.
     for (uint32_t i = 0; i < take; ++i) {
-      const uint32_t idx = candIndex[sc[kChosen ? chosen[i] : i].order];
+      const World::Scored r = sc[kChosen ? chosen[i] : i];
+      const uint32_t idx = candIndex[r.order];
+      __builtin_prefetch(marks + idx);
+      if (r.entry >= 0) __builtin_prefetch(entries + r.entry);
       writeUpdate(p, ents[idx].id, packed[idx]);
       if constexpr (kFields) {
         writeFields(p + kRecordBytes, fields[idx], fieldBytes, i + 1 < take);
