@@ -156,7 +156,8 @@ void World::serve(Viewer& v, Scratch& s) {
   }
 
   // The attribute queue's front, and for viewers without acknowledgements the attribute states the
-  // repeat scan (fillAttributes) will read, asked for now (they are cold: read once per K passes), so they arrive while the gather runs.
+  // repeat scan (fillAttributes) will read, asked for now (they are cold: read once per K passes),
+  // so they arrive while the gather runs.
   if (gt.tracksAttributes()) gt.prefetchAttributeQueue();
   if (gt.tracksAttributes() && c.attributeRepeatPasses > 0 && !(log && log->acknowledging) && gt.size() > 0) {
     // Two scans' worth: the fill after the records goes on where the one before them stopped.
@@ -741,10 +742,9 @@ void World::serve(Viewer& v, Scratch& s) {
       gt.queueAttributes(uint32_t(r.entry));
   }
   v.kindBacklog = uint16_t(std::min<uint32_t>(backlog, 0xffff));
-  // Attributes pending, in the room the records and kinds left (entries are inserted by now: the
-  // table's own index finds them).
-  // An entry held at the lookup's load keeps its index until the removals at the end of the pass:
-  // the map finds it (warm) before the table's index (cold) is probed for one inserted since.
+  // Attributes pending, in the room the records and kinds left. Entries are inserted by now: an
+  // entry held at the lookup's load keeps its index until the removals at the end of the pass, so
+  // the map finds it (warm), and the table's index (cold) is probed only for one inserted since.
   if (attributesOn && sections.bytes() < sectionRoom)
     fillAttributes(sectionRoom, [&](uint32_t id) {
       const int32_t e = lookup.find(id);
