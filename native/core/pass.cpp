@@ -263,6 +263,7 @@ void World::serve(Viewer& v, Scratch& s) {
   const bool stateChecks = snap.stateChecks();
   const uint64_t* const marks = stateOn ? snap.stateMarks.data() : nullptr;
   uint8_t* const changed = s.changed.data();
+  const AttributeStore* const freshAttributes = stateOn && store_.attributes().enabled() ? &store_.attributes() : nullptr;
   uint32_t freshPositive = 0, maxNewExtra = 0;
   // Candidate i, whose lookup word is w (entry index + 1, or 0). The common case, a live ghost
   // the client holds with nothing pending (state and flags zero), is inline; the rest is
@@ -308,6 +309,7 @@ void World::serve(Viewer& v, Scratch& s) {
     if (kState && fresh) {
       ++freshPositive;
       maxNewExtra = std::max<uint32_t>(maxNewExtra, slotExtra[slotOfId(id)]);
+      if (freshAttributes) __builtin_prefetch(freshAttributes->entry(slotOfId(id)));  // its announcement may send them
     }
     if constexpr (kState) {
       // In gather order, the marks are read in runs (the writer reads them in packet order, at random).
