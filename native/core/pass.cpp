@@ -44,22 +44,23 @@ __attribute__((noinline)) uint64_t driftOfOther(GhostTable& gt, int32_t e, uint3
 // value in memory, so inside the pass it reloaded the arrays' addresses and the flags for every
 // record (measured: uniform 6% faster apart).
 // With kFields, each record carries fields[idx] (fieldBytes of it) after the position. With
-// kMarks, a held ghost last sent before its entity's kind or attributes changed (changed[j] for
-// sc[j], found by the scoring) goes to `other` too, its mark left for the caller.
+// kMarks, a held ghost last sent before its entity's kind or attributes changed (its mark below the
+// entity's kind or attribute mark in marks[idx]) goes to `other` too, its mark left for the caller.
 template <bool kChosen, bool kFields, bool kMarks>
 __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored* sc, const uint32_t* chosen,
                                                 uint32_t take, const uint32_t* candIndex, const SnapEntity* ents,
                                                 const uint64_t* packed, const uint64_t* fields, uint32_t fieldBytes,
-                                                const uint8_t* changed, GhostEntry* entries, uint32_t* other,
+                                                const uint64_t* marks, GhostEntry* entries, uint32_t* other,
                                                 uint32_t* otherCount) {
   uint32_t* const otherStart = other;
   if constexpr (kMarks) {
     // Two loops, the records then the marks: one loop over both kept more values live than there
     // are registers, and reloaded them from the stack for every record.
-    // The marks loop's entries are random (packet order): asked for here, they arrive meanwhile.
+    // The marks loop's reads are random (packet order): asked for here, they arrive meanwhile.
     for (uint32_t i = 0; i < take; ++i) {
       const World::Scored r = sc[kChosen ? chosen[i] : i];
       const uint32_t idx = candIndex[r.order];
+      __builtin_prefetch(marks + idx);
       if (r.entry >= 0) __builtin_prefetch(entries + r.entry);
       writeUpdate(p, ents[idx].id, packed[idx]);
       if constexpr (kFields) {
@@ -70,10 +71,15 @@ __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored*
       }
     }
     for (uint32_t i = 0; i < take; ++i) {
-      const uint32_t j = kChosen ? chosen[i] : i;
-      const World::Scored r = sc[j];
+      const World::Scored r = sc[kChosen ? chosen[i] : i];
       const uint32_t idx = candIndex[r.order];
-      if (r.entry >= 0 && r.fresh == 0 && !changed[j]) [[likely]] {
+      bool plain = r.entry >= 0 && r.fresh == 0;
+      if (plain) {
+        const uint32_t mark = entries[r.entry].mark;
+        const uint64_t m = marks[idx];
+        plain = int32_t(mark - uint32_t(m)) >= 0 && int32_t(mark - uint32_t(m >> 32)) >= 0;
+      }
+      if (plain) [[likely]] {
         entries[r.entry].mark = ents[idx].odo;
       } else {
         *other++ = i;
@@ -104,7 +110,7 @@ __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored*
 }
 
 using RecordWriter = uint8_t* (*)(uint8_t*, const World::Scored*, const uint32_t*, uint32_t, const uint32_t*,
-                                   const SnapEntity*, const uint64_t*, const uint64_t*, uint32_t, const uint8_t*,
+                                   const SnapEntity*, const uint64_t*, const uint64_t*, uint32_t, const uint64_t*,
                                    GhostEntry*, uint32_t*, uint32_t*);
 
 // writeRecords for this packet: through `chosen` or not, with fields or not, checking marks or not.
@@ -258,11 +264,6 @@ void World::serve(Viewer& v, Scratch& s) {
   // first sighting of one adds to the packet (its kind record and attribute entry).
   const bool stateOn = snap.state();
   const uint16_t* const slotExtra = stateOn ? snap.slotExtra.data() : nullptr;
-  // With state checks: whether each scored held ghost was last sent before its entity's kind or
-  // attributes changed (its mark below the entity's kind or attribute mark), for the record writer.
-  const bool stateChecks = snap.stateChecks();
-  const uint64_t* const marks = stateOn ? snap.stateMarks.data() : nullptr;
-  uint8_t* const changed = s.changed.data();
   const AttributeStore* const freshAttributes = stateOn && store_.attributes().enabled() ? &store_.attributes() : nullptr;
   uint32_t freshPositive = 0, maxNewExtra = 0;
   // Candidate i, whose lookup word is w (entry index + 1, or 0). The common case, a live ghost
@@ -273,13 +274,12 @@ void World::serve(Viewer& v, Scratch& s) {
   auto score = [&]<bool kWeighted, bool kState>(uint32_t i, uint32_t w) __attribute__((always_inline)) {
     const uint64_t idOdo = candIdOdo[i];
     const uint32_t id = candIdOf(idOdo);
-    uint32_t drift, fresh = 0, heldMark = 0;
+    uint32_t drift, fresh = 0;
     bool boosted = false;
     int32_t e = int32_t(w) - 1;
     if (w != 0 && entries[w - 1].id == id && (entries[w - 1].state | entries[w - 1].flags) == 0) [[likely]] {
       GhostEntry& ge = entries[w - 1];
       drift = candOdoOf(idOdo) - ge.mark;  // read before the stamp is stored (a load behind a store to its word may wait)
-      if constexpr (kState) heldMark = ge.mark;
       ge.lastSeen = pass;
     } else if (w == 0) {  // not held (the map has no entry of its slot): new
       drift = c.newDrift, fresh = 1;
@@ -290,7 +290,6 @@ void World::serve(Viewer& v, Scratch& s) {
       e = lookup.resolve(w, id);
       const uint64_t r = driftOfOther(gt, e, candOdoOf(idOdo), pass, c.newDrift);
       drift = uint32_t(r), fresh = uint32_t(r >> 32) & 1;
-      if constexpr (kState) heldMark = e >= 0 ? entries[e].mark : 0;
       if constexpr (kWeighted) boosted = e < 0 ? boosting && boostIds[slotOfId(id)] == id : (r >> 33) != 0;
       if (e < 0) gt.prefetchIndex(id);  // it may be inserted
       newPositive += e < 0;  // undone below when its score is zero
@@ -310,15 +309,6 @@ void World::serve(Viewer& v, Scratch& s) {
       ++freshPositive;
       maxNewExtra = std::max<uint32_t>(maxNewExtra, slotExtra[slotOfId(id)]);
       if (freshAttributes) __builtin_prefetch(freshAttributes->entry(slotOfId(id)));  // its announcement may send them
-    }
-    if constexpr (kState) {
-      // In gather order, the marks are read in runs (the writer reads them in packet order, at random).
-      bool stale = false;
-      if (stateChecks && !fresh && e >= 0) {
-        const uint64_t mk = marks[candIndex[i]];
-        stale = int32_t(heldMark - uint32_t(mk)) < 0 || int32_t(heldMark - uint32_t(mk >> 32)) < 0;
-      }
-      changed[m] = stale;
     }
     scores[m] = score;
     sc[m++] = World::Scored{i, int16_t(e), uint16_t(fresh)};
@@ -383,10 +373,6 @@ void World::serve(Viewer& v, Scratch& s) {
       if (f != 1 && __builtin_mul_overflow(score, f, &score)) score = UINT64_MAX;
       if (score == 0) continue;
       cd2[q] = d2, cix[q] = uint32_t(idx), cio[q] = uint64_t{se.id} | uint64_t{se.odo} << 32;
-      if (stateChecks) {
-        const uint64_t mk = marks[idx];
-        changed[m] = int32_t(ge.mark - uint32_t(mk)) < 0 || int32_t(ge.mark - uint32_t(mk >> 32)) < 0;
-      }
       scores[m] = score;
       sc[m++] = World::Scored{q++, int16_t(k), 0};
     }
@@ -416,7 +402,7 @@ void World::serve(Viewer& v, Scratch& s) {
       uint32_t kept = 0;
       for (uint32_t j = 0; j < m; ++j) {
         if (sc[j].entry >= 0 && entries[sc[j].entry].state == kDeparting) continue;
-        sc[kept] = sc[j], scores[kept] = scores[j], changed[kept] = changed[j], ++kept;
+        sc[kept] = sc[j], scores[kept] = scores[j], ++kept;
       }
       m = kept;
     }
@@ -662,8 +648,9 @@ void World::serve(Viewer& v, Scratch& s) {
   uint32_t others;
   uint32_t* other = s.indices.data();  // free again after the selection
   const uint64_t* fieldsOf = c.fieldBytes ? snap.fields.data() : nullptr;
+  const uint64_t* marks = stateOn ? snap.stateMarks.data() : nullptr;
   p = recordWriter(order != nullptr, c.fieldBytes > 0, snap.stateChecks())(p, sc, order, take, candIndex, ents, packed, fieldsOf,
-                                                                           c.fieldBytes, changed, entries, other, &others);
+                                                                           c.fieldBytes, marks, entries, other, &others);
   uint32_t newGhosts = 0;
   // The kinds and attributes sections go after the records, in the bytes the records left.
   const uint32_t sectionRoom = stateBytes - take * c.recordBytes;

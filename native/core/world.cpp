@@ -270,7 +270,7 @@ uint64_t World::memoryBytes() const {
   for (const auto& sp : scratch_) {
     const Scratch& s = *sp;
     n += sizeof(Scratch) + vectorBytes(s.candD2) + vectorBytes(s.candIndex) + vectorBytes(s.candIdOdo) + vectorBytes(s.eligible) +
-         vectorBytes(s.buckets) + vectorBytes(s.indices) + vectorBytes(s.scored) + vectorBytes(s.scores) + vectorBytes(s.changed) + vectorBytes(s.chosen) +
+         vectorBytes(s.buckets) + vectorBytes(s.indices) + vectorBytes(s.scored) + vectorBytes(s.scores) + vectorBytes(s.chosen) +
          vectorBytes(s.lists) + vectorBytes(s.keys) + vectorBytes(s.kept) + vectorBytes(s.removals) + vectorBytes(s.evicted) +
          vectorBytes(s.stale) + vectorBytes(s.words) + vectorBytes(s.kindRecords) + vectorBytes(s.attributeSection) +
          s.lookup.memoryBytes();
@@ -594,7 +594,6 @@ void World::reserveScratch(unsigned threads) {
     if (s->stale.size() < config_.ghostTableCapacity + 16) {
       s->scored.resize(scored), s->chosen.resize(scored);
       s->scores.resize(scored + kSplitSlack);
-      s->changed.resize(scored);
       s->lists.resize(2 * scored), s->keys.resize(scored + kSplitSlack);
       s->kept.resize(scored), s->words.resize(config_.ghostCap);
       s->removals.resize(config_.ghostTableCapacity), s->evicted.resize(config_.ghostTableCapacity);

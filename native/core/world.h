@@ -454,7 +454,6 @@ class World {
     std::vector<uint32_t> indices;     // 2 per candidate
     std::vector<Scored> scored;
     std::vector<uint64_t> scores;      // scored[j]'s score
-    std::vector<uint8_t> changed;      // scored[j] is held and last sent before its kind or attributes changed
     std::vector<uint32_t> chosen;      // positions in `scored` of the updates sent
     std::vector<uint32_t> lists;       // chooseWithRoom's scratch
     std::vector<uint64_t> keys;
