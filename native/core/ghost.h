@@ -104,6 +104,19 @@ class GhostTable {
     for (std::size_t off = 0; off < std::size_t(entries) * sizeof(GhostEntry); off += 64) __builtin_prefetch(b + off, 0, 2);
   }
 
+  // Asks the cache for the attribute states of entries [from, from + count) (trackAttributes).
+  void prefetchAttributes(uint32_t from, uint32_t count) const {
+    const char* b = reinterpret_cast<const char*>(attributes_ + from);
+    const char* end = reinterpret_cast<const char*>(attributes_ + from + count);
+    for (; b < end; b += 64) __builtin_prefetch(b, 1, 3);
+    if (count > 0) __builtin_prefetch(end - 1, 1, 3);
+  }
+
+  // Asks the cache for the front of the attribute queue (trackAttributes).
+  void prefetchAttributeQueue() const {
+    if (aCount_ > 0) __builtin_prefetch(attributeQueue_ + aHead_, 0, 3);
+  }
+
   // Asks the cache for the index slot where id's probe starts: a pass that will insert or remove id
   // issues it early, since the index is cold (touched only by inserts and removals).
   void prefetchIndex(uint32_t id) const { __builtin_prefetch(index_ + hash(id), 1, 3); }

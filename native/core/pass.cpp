@@ -56,8 +56,12 @@ __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored*
   if constexpr (kMarks) {
     // Two loops, the records then the marks: one loop over both kept more values live than there
     // are registers, and reloaded them from the stack for every record.
+    // The marks loop's reads are random (packet order): asked for here, they arrive meanwhile.
     for (uint32_t i = 0; i < take; ++i) {
-      const uint32_t idx = candIndex[sc[kChosen ? chosen[i] : i].order];
+      const World::Scored r = sc[kChosen ? chosen[i] : i];
+      const uint32_t idx = candIndex[r.order];
+      __builtin_prefetch(marks + idx);
+      if (r.entry >= 0) __builtin_prefetch(entries + r.entry);
       writeUpdate(p, ents[idx].id, packed[idx]);
       if constexpr (kFields) {
         writeFields(p + kRecordBytes, fields[idx], fieldBytes, i + 1 < take);
@@ -119,6 +123,10 @@ RecordWriter recordWriter(bool chosen, bool fields, bool marks) {
   return table[(chosen ? 4 : 0) | (fields ? 2 : 0) | (marks ? 1 : 0)];
 }
 
+// How many ghost table entries one repeat scan (fillAttributes, viewers without acknowledgements)
+// looks at, before the table's size bounds it: twice the share due a pass, at least 16.
+inline uint32_t repeatScan(uint32_t size, uint32_t K) { return std::max<uint32_t>(16, 2 * ((size + K - 1) / K)); }
+
 }  // namespace
 
 // The kinds' and attributes' floor of a packet with `stateBytes` for records and sections:
@@ -151,6 +159,19 @@ void World::serve(Viewer& v, Scratch& s) {
     } else {
       resolvePacket(v, log->packets[logSlot], logSlot, AckLog::Assumed);
     }
+  }
+
+  // The attribute queue's front, and for viewers without acknowledgements the attribute states the
+  // repeat scan (fillAttributes) will read, asked for now (they are cold: read once per K passes),
+  // so they arrive while the gather runs.
+  if (gt.tracksAttributes()) gt.prefetchAttributeQueue();
+  if (gt.tracksAttributes() && c.attributeRepeatPasses > 0 && !(log && log->acknowledging) && gt.size() > 0) {
+    // Two scans' worth: the fill after the records goes on where the one before them stopped.
+    const uint32_t size = gt.size(), scan = std::min(2 * repeatScan(size, c.attributeRepeatPasses), size);
+    const uint32_t from = v.attributeCursor % size;
+    const uint32_t head = std::min(scan, size - from);
+    gt.prefetchAttributes(from, head);
+    if (head < scan) gt.prefetchAttributes(0, scan - head);
   }
 
   // Subscription box (cells within the cell radius); a change is counted.
@@ -243,6 +264,7 @@ void World::serve(Viewer& v, Scratch& s) {
   // first sighting of one adds to the packet (its kind record and attribute entry).
   const bool stateOn = snap.state();
   const uint16_t* const slotExtra = stateOn ? snap.slotExtra.data() : nullptr;
+  const AttributeStore* const freshAttributes = stateOn && store_.attributes().enabled() ? &store_.attributes() : nullptr;
   uint32_t freshPositive = 0, maxNewExtra = 0;
   // Candidate i, whose lookup word is w (entry index + 1, or 0). The common case, a live ghost
   // the client holds with nothing pending (state and flags zero), is inline; the rest is
@@ -286,6 +308,7 @@ void World::serve(Viewer& v, Scratch& s) {
     if (kState && fresh) {
       ++freshPositive;
       maxNewExtra = std::max<uint32_t>(maxNewExtra, slotExtra[slotOfId(id)]);
+      if (freshAttributes) __builtin_prefetch(freshAttributes->entry(slotOfId(id)));  // its announcement may send them
     }
     scores[m] = score;
     sc[m++] = World::Scored{i, int16_t(e), uint16_t(fresh)};
@@ -545,14 +568,34 @@ void World::serve(Viewer& v, Scratch& s) {
     }
     const uint32_t K = c.attributeRepeatPasses, size = gt.size();
     if (K == 0 || acking || size == 0) return;
-    for (uint32_t k = 0, scan = std::max<uint32_t>(16, 2 * ((size + K - 1) / K)); k < std::min(scan, size); ++k) {
-      const uint32_t e = v.attributeCursor % size;
-      const GhostEntry& ge = gt.at(e);
-      const GhostAttribute& ga = gt.attributeAt(e);
-      if (ge.state == kLive && !(ge.flags & kUnheld) && !ga.queued && uint16_t(pass - ga.lastPass) >= K && !sendAttributes(e, limit))
-        return;
-      v.attributeCursor = e + 1;
+    // One division: the index after e is e + 1, or 0 past the end. The cursor is stored as the
+    // index after the last one looked at (possibly size: taken modulo the size the next call sees).
+    const uint32_t scan = std::min(repeatScan(size, K), size);
+    // The due entries are found a batch at a time and their attribute entries (cold: a random
+    // slot each) asked for together, then sent in order: the same entries, in the same order, as
+    // sending each as it is found (a send changes no other entry's state).
+    constexpr uint32_t kBatch = 32;
+    uint32_t cursor = v.attributeCursor, e = cursor % size;
+    for (uint32_t k = 0; k < scan;) {
+      uint32_t due[kBatch], cursorAt[kBatch], found = 0;  // cursorAt: the cursor before due[j] was looked at
+      for (; k < scan && found < kBatch; ++k) {
+        const GhostEntry& ge = entries[e];
+        const GhostAttribute& ga = gt.attributeAt(e);
+        if (ge.state == kLive && !(ge.flags & kUnheld) && !ga.queued && uint16_t(pass - ga.lastPass) >= K) {
+          __builtin_prefetch(attrs.entry(slotOfId(ge.id)));
+          due[found] = e, cursorAt[found++] = cursor;
+        }
+        cursor = e + 1;
+        e = cursor == size ? 0 : cursor;
+      }
+      for (uint32_t j = 0; j < found; ++j) {
+        if (!sendAttributes(due[j], limit)) {
+          v.attributeCursor = cursorAt[j];
+          return;
+        }
+      }
     }
+    v.attributeCursor = cursor;
   };
   if (stateOn) {
     const uint32_t floor = sectionFloor(stateBytes);
@@ -661,6 +704,11 @@ void World::serve(Viewer& v, Scratch& s) {
   // change (the record goes again, with the kind, as soon as it scores) and the next packet keeps
   // room for it.
   uint32_t backlog = 0;
+  if (attributesOn && snap.stateChecks())  // their attribute states are cold: asked for together first
+    for (uint32_t k = 0; k < others; ++k) {
+      const World::Scored& r = sc[order ? order[other[k]] : other[k]];
+      if (!r.fresh) __builtin_prefetch(&gt.attributeAt(uint32_t(r.entry)));
+    }
   for (uint32_t k = 0; k < others && snap.stateChecks(); ++k) {
     const World::Scored& r = sc[order ? order[other[k]] : other[k]];
     if (r.fresh) continue;
@@ -683,9 +731,14 @@ void World::serve(Viewer& v, Scratch& s) {
       gt.queueAttributes(uint32_t(r.entry));
   }
   v.kindBacklog = uint16_t(std::min<uint32_t>(backlog, 0xffff));
-  // Attributes pending, in the room the records and kinds left (entries are inserted by now: the
-  // table's own index finds them).
-  if (attributesOn && sections.bytes() < sectionRoom) fillAttributes(sectionRoom, [&](uint32_t id) { return gt.find(id); });
+  // Attributes pending, in the room the records and kinds left. Entries are inserted by now: an
+  // entry held at the lookup's load keeps its index until the removals at the end of the pass, so
+  // the map finds it (warm), and the table's index (cold) is probed only for one inserted since.
+  if (attributesOn && sections.bytes() < sectionRoom)
+    fillAttributes(sectionRoom, [&](uint32_t id) {
+      const int32_t e = lookup.find(id);
+      return e >= 0 ? e : gt.find(id);
+    });
   uint8_t flags = eventCount ? kFlagEvents : 0;
   p = sections.write(p, flags);
   st.kinds += sections.kindCount();
