@@ -14,14 +14,12 @@ constexpr size_t kMaxChunk = size_t{32} << 20;
 size_t alignmentFor(size_t bytes) { return bytes >= kHugePageBytes ? kHugePageBytes : 64; }
 }  // namespace
 
-void* allocateLarge(size_t bytes, bool hugePages) {
+void* allocateLarge(size_t bytes) {
   void* p = ::operator new(bytes, std::align_val_t(alignmentFor(bytes)));
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   // Before the first touch, so the pages are huge from the start. Advice only: a kernel without
   // transparent huge pages (or with them off) refuses it and the memory works as it is.
-  if (hugePages && bytes >= kHugePageBytes) (void)madvise(p, bytes, MADV_HUGEPAGE);
-#else
-  (void)hugePages;
+  if (bytes >= kHugePageBytes) (void)madvise(p, bytes, MADV_HUGEPAGE);
 #endif
   return p;
 }

@@ -19,13 +19,10 @@ uint64_t vectorBytes(const std::vector<T>& v) {
 // Huge-page alignment and the smallest chunk that asks for huge pages.
 constexpr size_t kHugePageBytes = size_t{2} << 20;
 
-// Allocates `bytes` (a multiple of 64) aligned to 2 MB when at least 2 MB, else to 64 bytes, and,
-// with `hugePages`, asks for huge pages when at least 2 MB. Released with releaseLarge(p, bytes).
-// Throws std::bad_alloc. Huge pages cost more at the first touch: where the kernel compacts memory
-// on a fault of advised memory (transparent_hugepage/defrag = madvise, the default), touching
-// 24 MB took 46 ms against 18 ms on small pages in one measurement; so memory written once per
-// tick from end to end (the output buffers) does without them.
-void* allocateLarge(size_t bytes, bool hugePages = true);
+// Allocates `bytes` (a multiple of 64) aligned to 2 MB when at least 2 MB, else to 64 bytes, and
+// asks for huge pages when at least 2 MB. Released with releaseLarge(p, bytes). Throws
+// std::bad_alloc.
+void* allocateLarge(size_t bytes);
 void releaseLarge(void* p, size_t bytes) noexcept;
 
 // Fixed-size blocks for one World's ghost tables: carved from chunks that grow geometrically
