@@ -265,8 +265,10 @@ export class WorldEntities {
   }
 
   /**
-   * The entity's odometer: total |dx|+|dy|+|dz| travelled, raw units, wrapping at 2^32, as of the
-   * last tick (a new entity's first tick adds 0).
+   * The entity's odometer: total |dx|+|dy|+|dz| travelled (raw units), plus the weights of field
+   * changes and newDrift for kind or attribute changes, each tick's growth times the entity's
+   * priority weight (1 by default), wrapping at 2^32, as of the last tick (a new entity's first
+   * tick adds 0).
    */
   odometer(id: EntityId): number {
     try {
@@ -310,10 +312,13 @@ export class WorldEntities {
   }
 
   /**
-   * Sets an entity's priority weight, an integer from 1 (default) to 16: its score is multiplied
-   * by it for every viewer (drift × band weight × priority × the viewer's boost), so it is sent up
-   * to 16 times as often as an entity of weight 1 with the same drift at the same distance. From
-   * the next tick on. Starvation bound: with B update slots a packet and N candidates whose scores
+   * Sets an entity's priority weight, an integer from 1 (default) to 16: its score grows that many
+   * times faster for every viewer, so it is sent up to 16 times as often as an entity of weight 1
+   * moving alike at the same distance. From the next tick on, as the priority accumulator goes: each
+   * tick's growth of its odometer (motion, field and state changes) is multiplied by it, so drift
+   * carries the weight and score = drift × band weight × the viewer's boost; a first sighting
+   * scores newDrift × band weight × priority × boost. A weight changed while a viewer holds the
+   * entity weighs the drift from then on, not the drift already accumulated. Starvation bound: with B update slots a packet and N candidates whose scores
    * grow, a candidate whose score grows r times slower than the fastest one's (r counts speeds,
    * band weights, priorities and boosts) is sent at least every 2 × ceil(N / B) × ceil(r) + 1
    * ticks (docs/api.md; test/interest.test.ts).

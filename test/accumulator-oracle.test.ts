@@ -2,7 +2,8 @@
 // The pass's choice of updates, checked tick by tick against a slow model of the priority
 // accumulator written here from the rules (docs/architecture.md, docs/wire-format.md):
 //
-//   odometer   each tick a live entity adds |dx| + |dy| + |dz| (raw) since the previous tick; the
+//   odometer   each tick a live entity adds |dx| + |dy| + |dz| (raw) since the previous tick, times
+//              its priority weight as of that tick (1 unless the 'controls' worlds set one); the
 //              first tick after its spawn adds 0. Tracked here from the moves this test makes.
 //   candidates entities inside the region [0, regionRaw)² within the view radius of the viewer's
 //              avatar (2D, d2 = dx² + dy² <= viewRadiusRaw², inclusive), the avatar itself excluded.
@@ -27,8 +28,9 @@
 //   controls   (the 'controls' worlds) each entity has a priority weight (1 to 16) and visibility
 //              groups, each viewer its own view radius, groups and a boost set with a factor, all
 //              changing as the run goes: a candidate is also one whose groups meet the viewer's,
-//              within the viewer's radius; its score is drift × band weight × priority × boost
-//              (the boost for the viewer's set only), saturating at 2^64 - 1. A ghost the viewer
+//              within the viewer's radius; its score is drift × band weight × boost (the boost for
+//              the viewer's set only), and a new one's newDrift × band weight × priority × boost
+//              (a held one's drift has the priority in it already), saturating at 2^64 - 1. A ghost the viewer
 //              may no longer see departs at once: a packet with room for more despawns than it
 //              carries leaves its client holding no entity hidden from it.
 //
@@ -364,7 +366,7 @@ async function runScenario(s: Scenario): Promise<Coverage> {
     // The model odometer, as the tick will advance it.
     for (const e of ents.values()) {
       if (e.fresh) e.fresh = false;
-      else e.odo = (e.odo + Math.abs(e.x - e.px) + Math.abs(e.y - e.py) + Math.abs(e.z - e.pz)) >>> 0;
+      else e.odo = (e.odo + (Math.abs(e.x - e.px) + Math.abs(e.y - e.py) + Math.abs(e.z - e.pz)) * e.weight) >>> 0;
       e.px = e.x;
       e.py = e.y;
       e.pz = e.z;
@@ -452,7 +454,8 @@ async function runScenario(s: Scenario): Promise<Coverage> {
           drift = c.newDriftRaw;
         }
         const band = ilog2(d2);
-        let score = BigInt(drift) * weights[band] * BigInt(e.weight) * BigInt(v.boost.has(e.id) ? v.boostFactor : 1);
+        // A held entity's drift carries its weight (the odometer grows by it); a new one's is newDrift.
+        let score = BigInt(drift) * weights[band] * BigInt(held ? 1 : e.weight) * BigInt(v.boost.has(e.id) ? v.boostFactor : 1);
         if (score > SCORE_CAP) {
           score = SCORE_CAP;
           cov.saturated++;

@@ -190,7 +190,7 @@ void EntityStore::advanceOdometer() {
       last[s] = now[s];
       if (changed == 0 || fresh_[s]) continue;
       for (const FieldSpec& f : fieldSpecs_)
-        if ((changed >> f.offset) & ((uint64_t{1} << f.bits) - 1)) odometer_[s] += f.weightRaw;  // wraps by design
+        if ((changed >> f.offset) & ((uint64_t{1} << f.bits) - 1)) odometer_[s] += f.weightRaw * uint32_t{weights_[s]};  // wraps by design
     }
   }
   for (uint32_t s = 0; s < highWater_; ++s) {
@@ -205,7 +205,7 @@ void EntityStore::advanceOdometer() {
       if (const uint8_t f = stateFlags_[s]; f & (kKindChange | kAttributeChange)) [[unlikely]] {
         // A changed kind or changed attributes score as a new sighting does; the marks say since
         // when a ghost sent before holds the old ones.
-        odometer_[s] += stateDrift_;
+        odometer_[s] += stateDrift_ * uint32_t{weights_[s]};
         if (f & kKindChange) kindMark_[s] = odometer_[s];
         if (f & kAttributeChange) attributeMark_[s] = odometer_[s];
         if (!(f & kChangedSinceSpawn)) ++stateChangedLive_;
@@ -214,7 +214,8 @@ void EntityStore::advanceOdometer() {
       uint64_t d = static_cast<uint64_t>(std::llabs(int64_t{x_[s]} - p[0])) +
                    static_cast<uint64_t>(std::llabs(int64_t{y_[s]} - p[1])) +
                    static_cast<uint64_t>(std::llabs(int64_t{z_[s]} - p[2]));
-      odometer_[s] += static_cast<uint32_t>(d);  // wraps by design: drift is a wrapping difference
+      // Times the priority weight (1 until one is set): the accumulator's growth per tick.
+      odometer_[s] += static_cast<uint32_t>(d) * uint32_t{weights_[s]};  // wraps by design: drift is a wrapping difference
     }
     p[0] = x_[s], p[1] = y_[s], p[2] = z_[s];
   }

@@ -94,7 +94,11 @@ class EntityStore {
 
   // Odometer: each live slot adds |dx|+|dy|+|dz| (raw) since the previous tick, wrapping at 2^32,
   // the weight of every field whose (clamped) value changed since then, and stateDrift when its
-  // kind or attributes changed. A slot's first tick after spawning adds 0. Then the attributes set
+  // kind or attributes changed, all times its priority weight (setWeight; 1 by default) as of the
+  // tick: the priority accumulator's growth, so a viewer's score of a held ghost (drift x band
+  // weight) carries the entity's weight without a multiply per candidate. A weight change applies
+  // to the growth from the next tick on, not to the drift already accumulated. A slot's first
+  // tick after spawning adds 0. Then the attributes set
   // since the last tick are synced to the pass side. The total runs on across a slot's incarnations, and
   // each spawn adds kSpawnOdometerStep to it: a ghost that a viewer still holds of the slot's
   // previous incarnation, whose id the new one repeats once the 12-bit generation wraps, then
@@ -103,13 +107,15 @@ class EntityStore {
   // Raw units (about 512 m). Odd, so no count of spawns below 2^32 adds a multiple of 2^32 (no
   // drift of 0); the 4,096 spawns of one generation wrap add 2^31 + 4,096.
   static constexpr uint32_t kSpawnOdometerStep = (1u << 19) + 1;
-  // Raw units travelled by the entity in `slot` since it spawned (wrapping at 2^32).
+  // The odometer's advance since the entity in `slot` spawned: raw units travelled and field and
+  // state changes, times the priority weight (wrapping at 2^32).
   uint32_t travelled(uint32_t slot) const { return odometer_[slot] - odometerBase_[slot]; }
 
   // Visibility groups (a 32-bit mask; default every group, ~0u) and priority weight (1 to
   // kMaxWeight; default 1) of an entity, by slot. An entity is a candidate of a viewer only where
   // their groups meet (entity & viewer != 0); its score is multiplied by its weight for every
-  // viewer. Read by the snapshot once per tick. setGroups/setWeight throw like checkedSlot
+  // viewer: its odometer grows by the weight times its change (advanceOdometer), and a first
+  // sighting's newDrift is multiplied by it. Read by the snapshot once per tick. setGroups/setWeight throw like checkedSlot
   // (ERR_SIGHTLINE_STALE_ENTITY, ERR_SIGHTLINE_INVALID_ENTITY) and, for a weight out of range,
   // ERR_SIGHTLINE_INVALID_PRIORITY; they change nothing then.
   static constexpr uint32_t kMaxWeight = 16;

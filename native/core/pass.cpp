@@ -266,16 +266,27 @@ void World::serve(Viewer& v, Scratch& s) {
   const uint16_t* const slotExtra = stateOn ? snap.slotExtra.data() : nullptr;
   const AttributeStore* const freshAttributes = stateOn && store_.attributes().enabled() ? &store_.attributes() : nullptr;
   uint32_t freshPositive = 0, maxNewExtra = 0;
+  // A fresh (new, or announced again) or boosted candidate's score times its factor: a fresh one's
+  // newDrift times its entity's weight (a held ghost's drift carries the weight already: the
+  // odometer grows by it, EntityStore::advanceOdometer), and a boosted one's times the viewer's
+  // boost. With those (at most 16 x 16) the product may not fit: it saturates. boosted: for a
+  // candidate without an entry (isNew), whether the viewer's set has it is looked up here. Off the
+  // common path, and not inlined, so that none of it is computed there.
+  auto scaledScore = [&](uint64_t score, uint32_t i, uint32_t id, bool fresh, bool isNew, bool boosted) __attribute__((noinline)) {
+    if (isNew) boosted = boosting && boostIds[slotOfId(id)] == id;
+    const uint64_t f = uint64_t{fresh && entityWeighted ? entityWeights[candIndex[i]] : 1u} * (boosted ? boostFactor : 1u);
+    return f != 1 && __builtin_mul_overflow(score, f, &score) ? UINT64_MAX : score;
+  };
   // Candidate i, whose lookup word is w (entry index + 1, or 0). The common case, a live ghost
   // the client holds with nothing pending (state and flags zero), is inline; the rest is
   // driftOfOther's.
   // kWeighted: entity weights or a boost set in use (else every factor is 1: boostFactor is 1 and no
-  // entry is flagged kBoosted while the set is empty); kState: kinds or attributes in use.
+  // entry is flagged kBoosted while the set is empty); kState: kinds or attributes in use. The
+  // common case has no factor either way: its entry is not flagged kBoosted.
   auto score = [&]<bool kWeighted, bool kState>(uint32_t i, uint32_t w) __attribute__((always_inline)) {
     const uint64_t idOdo = candIdOdo[i];
     const uint32_t id = candIdOf(idOdo);
-    uint32_t drift, fresh = 0;
-    bool boosted = false;
+    uint32_t drift, fresh = 0, boosted = 0;
     int32_t e = int32_t(w) - 1;
     if (w != 0 && entries[w - 1].id == id && (entries[w - 1].state | entries[w - 1].flags) == 0) [[likely]] {
       GhostEntry& ge = entries[w - 1];
@@ -283,24 +294,18 @@ void World::serve(Viewer& v, Scratch& s) {
       ge.lastSeen = pass;
     } else if (w == 0) {  // not held (the map has no entry of its slot): new
       drift = c.newDrift, fresh = 1;
-      if constexpr (kWeighted) boosted = boosting && boostIds[slotOfId(id)] == id;
       gt.prefetchIndex(id);  // it may be inserted
       ++newPositive;  // undone below when its score is zero
     } else {
       e = lookup.resolve(w, id);
       const uint64_t r = driftOfOther(gt, e, candOdoOf(idOdo), pass, c.newDrift);
-      drift = uint32_t(r), fresh = uint32_t(r >> 32) & 1;
-      if constexpr (kWeighted) boosted = e < 0 ? boosting && boostIds[slotOfId(id)] == id : (r >> 33) != 0;
+      drift = uint32_t(r), fresh = uint32_t(r >> 32) & 1, boosted = uint32_t(r >> 33) & 1;
       if (e < 0) gt.prefetchIndex(id);  // it may be inserted
       newPositive += e < 0;  // undone below when its score is zero
     }
-    // band = ilog2(d2). drift < 2^32 and weight < 2^32: the product fits in 64 bits. Times the
-    // entity's weight and the viewer's boost (at most 16 x 16) it may not: it saturates.
+    // band = ilog2(d2). drift < 2^32 and weight < 2^32: the product fits in 64 bits.
     uint64_t score = uint64_t{drift} * weights[ilog2(candD2[i])];
-    if (kWeighted && (entityWeighted || boosted)) {
-      const uint64_t f = (entityWeighted ? entityWeights[candIndex[i]] : 1u) * (boosted ? boostFactor : 1u);
-      if (__builtin_mul_overflow(score, f, &score)) score = UINT64_MAX;
-    }
+    if (kWeighted && (fresh | boosted)) [[unlikely]] score = scaledScore(score, i, id, fresh != 0, e < 0, boosted != 0);
     if (score == 0) {  // the cut at the first zero score: unmoved since last sent
       newPositive -= e < 0;
       return;
@@ -368,9 +373,9 @@ void World::serve(Viewer& v, Scratch& s) {
       const uint64_t d2 = static_cast<uint64_t>(dx * dx) + static_cast<uint64_t>(dy * dy);
       if (d2 > v.viewRadiusSq) continue;
       // A ghost the viewer may no longer see has departed above (departHidden): it is not live.
+      // The drift carries the entity's weight (as scoring's above); the boost multiplies.
       uint64_t score = uint64_t{se.odo - ge.mark} * weights[ilog2(d2)];
-      const uint64_t f = uint64_t{entityWeights[idx]} * ((ge.flags & kBoosted) ? boostFactor : 1u);
-      if (f != 1 && __builtin_mul_overflow(score, f, &score)) score = UINT64_MAX;
+      if ((ge.flags & kBoosted) && __builtin_mul_overflow(score, boostFactor, &score)) score = UINT64_MAX;
       if (score == 0) continue;
       cd2[q] = d2, cix[q] = uint32_t(idx), cio[q] = uint64_t{se.id} | uint64_t{se.odo} << 32;
       scores[m] = score;
