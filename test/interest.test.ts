@@ -161,6 +161,28 @@ describe('visibility groups: a hidden entity', () => {
 });
 
 describe('priority weights and boosts: starvation bounds', () => {
+  it("a weight multiplies the odometer's growth from the next tick on, not the drift already accumulated", async () => {
+    const w = new World(config, { capacity: 8, threads: 1 });
+    const v = w.spawn({ x: 10, y: 10 });
+    const e = w.spawn({ x: 20, y: 10 });
+    w.addViewer(v);
+    await w.tick();
+    const at = (x: number) => w.setPosition(e, { x, y: 10 });
+    const before = w.odometer(e);
+    at(23);
+    w.setPriority(e, 4);
+    await w.tick();
+    expect(w.odometer(e) - before).toBe(4 * 3 * 1024);
+    at(25);
+    w.setPriority(e, 1);
+    await w.tick();
+    expect(w.odometer(e) - before).toBe(4 * 3 * 1024 + 2 * 1024);
+    w.setPriority(e, 16);
+    await w.tick(); // unmoved: nothing grows, whatever the weight
+    expect(w.odometer(e) - before).toBe(4 * 3 * 1024 + 2 * 1024);
+    w.close();
+  });
+
   it('with B slots, N candidates on one band moving alike and weights 1, 4 and 16, each is sent at least every 2·ceil(N/B)·(16 / weight) + 1 ticks, and weight 16 about 16 times as often as weight 1', async () => {
     const w = new World(config, { capacity: 128, threads: 1 });
     const viewer = w.spawn({ x: 2000, y: 2000 });
