@@ -55,9 +55,24 @@ function sameShed(a: Shed, b: Shed): boolean {
   return a === b || (a.period === b.period && a.payload === b.payload && a.radius === b.radius);
 }
 
+// A viewer something sheds from: its base settings and each source's shed (NO_SHED: none). Two
+// fields rather than a map: a level change reads and writes them once a viewer.
 interface Shedded {
   base: EngineSettings;
-  by: Map<ShedSource, Shed>;
+  governor: Shed;
+  congestion: Shed;
+}
+
+function shedBy(v: Shedded, source: ShedSource): Shed {
+  return source === 'governor' ? v.governor : v.congestion;
+}
+
+// Sets `source`'s shed of v; returns whether any source still sheds from it.
+function putShed(v: Shedded, source: ShedSource, shed: Shed): boolean {
+  const s = isNoShed(shed) ? NO_SHED : shed;
+  if (source === 'governor') v.governor = s;
+  else v.congestion = s;
+  return v.governor !== NO_SHED || v.congestion !== NO_SHED;
 }
 
 /**
@@ -84,7 +99,8 @@ export class ViewerShedding {
 
   /** A source's shed of a viewer (NO_SHED when none). */
   shedOf(source: ShedSource, viewer: EntityId): Shed {
-    return this.#viewers.get(viewer)?.by.get(source) ?? NO_SHED;
+    const v = this.#viewers.get(viewer);
+    return v === undefined ? NO_SHED : shedBy(v, source);
   }
 
   /**
@@ -96,13 +112,12 @@ export class ViewerShedding {
     let v = this.#viewers.get(viewer);
     if (v === undefined) {
       if (isNoShed(shed)) return;
-      v = { base: { ...this.#target.read(viewer) }, by: new Map() };
+      v = { base: { ...this.#target.read(viewer) }, governor: NO_SHED, congestion: NO_SHED };
       this.#viewers.set(viewer, v);
     }
-    if (isNoShed(shed)) v.by.delete(source);
-    else v.by.set(source, shed);
+    const still = putShed(v, source, shed);
     this.#target.write(viewer, this.effective(viewer)!);
-    if (v.by.size === 0) this.#viewers.delete(viewer);
+    if (!still) this.#viewers.delete(viewer);
   }
 
   /**
@@ -122,7 +137,7 @@ export class ViewerShedding {
       if (v === undefined) {
         if (isNoShed(s)) continue;
         fresh++;
-      } else if (sameShed(v.by.get(source) ?? NO_SHED, s)) continue;
+      } else if (sameShed(shedBy(v, source), s)) continue;
       changed[sheds.length] = i;
       sheds.push(s);
     }
@@ -134,7 +149,7 @@ export class ViewerShedding {
       const read = new Float64Array(3 * fresh);
       this.#target.readMany(ids, read);
       for (let f = 0; f < fresh; f++) {
-        this.#viewers.set(ids[f], { base: { sendPeriod: read[3 * f], payloadBytes: read[3 * f + 1], viewRadius: read[3 * f + 2] }, by: new Map() });
+        this.#viewers.set(ids[f], { base: { sendPeriod: read[3 * f], payloadBytes: read[3 * f + 1], viewRadius: read[3 * f + 2] }, governor: NO_SHED, congestion: NO_SHED });
       }
     }
     const ids = new Uint32Array(k);
@@ -142,10 +157,9 @@ export class ViewerShedding {
     for (let j = 0; j < k; j++) {
       const id = (ids[j] = viewers[changed[j]]);
       const v = this.#viewers.get(id)!;
-      if (isNoShed(sheds[j])) v.by.delete(source);
-      else v.by.set(source, sheds[j]);
+      const still = putShed(v, source, sheds[j]);
       this.#effectiveInto(v, settings, 3 * j);
-      if (v.by.size === 0) this.#viewers.delete(id);
+      if (!still) this.#viewers.delete(id);
     }
     this.#target.writeMany(ids, settings);
     return k;
@@ -162,14 +176,11 @@ export class ViewerShedding {
 
   // out[at .. at + 2] = the effective sendPeriod, payloadBytes, viewRadius (m) of v.
   #effectiveInto(v: Shedded, out: Float64Array, at: number): void {
-    let period = 1;
-    let payload = 1;
-    let radius = 1;
-    for (const s of v.by.values()) {
-      period = Math.max(period, s.period);
-      payload = Math.min(payload, s.payload);
-      radius = Math.min(radius, s.radius);
-    }
+    const g = v.governor;
+    const c = v.congestion;
+    const period = Math.max(1, g.period, c.period);
+    const payload = Math.min(1, g.payload, c.payload);
+    const radius = Math.min(1, g.radius, c.radius);
     const b = v.base;
     out[at] = Math.min(MAX_PERIOD, b.sendPeriod * period);
     out[at + 1] = Math.max(Math.min(b.payloadBytes, this.#target.minPayloadBytes), Math.floor(b.payloadBytes * payload));

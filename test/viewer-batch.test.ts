@@ -183,8 +183,8 @@ describe('setViewerSettings', () => {
   it('on a viewer shed from, changes its base, as the setters do', async () => {
     const a = makeWorld(9, 8);
     const b = makeWorld(9, 8);
-    const la = new GovernorLevers(a.w, readGovernor(undefined, 20));
-    const lb = new GovernorLevers(b.w, readGovernor(undefined, 20));
+    const la = new GovernorLevers(a.w, readGovernor(undefined, 20)!);
+    const lb = new GovernorLevers(b.w, readGovernor(undefined, 20)!);
     la.apply(5, undefined);
     lb.apply(5, undefined);
     const c: Changes = { ids: a.viewers.slice(0, 5), sendPeriod: [1, 2, 3, 4, 5], payloadBytes: [100, 200, 300, 400, 500], viewRadius: [10, 20, 30, 40, 50] };
@@ -245,7 +245,7 @@ describe('the shedding of viewer settings, batched', () => {
       const counted = (...args: unknown[]) => (calls.set(name, (calls.get(name) ?? 0) + 1), f(...args));
       Object.defineProperty(engine, name, { value: counted, configurable: true });
     }
-    const levers = new GovernorLevers(t.w, readGovernor(undefined, 20));
+    const levers = new GovernorLevers(t.w, readGovernor(undefined, 20)!);
     for (const level of [1, 2, 3, 4, 5, 4, 3, 0]) {
       calls.clear();
       levers.apply(level, undefined);

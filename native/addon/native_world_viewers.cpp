@@ -184,25 +184,28 @@ Napi::Value NativeWorld::ChangeViewers(const Napi::CallbackInfo& info) {
   std::vector<Viewer*> viewers;
   guarded(env, [&] { changes.resize(n); viewers.resize(n); return 0; });
   // The arguments, each viewer's and each value's, before anything changes.
+  // A value's check without building its name unless it fails (this loop runs once a viewer).
+  auto value = [&](double v, size_t i, const char* name, double lo, double hi, const char* unit) {
+    if (v >= lo && v <= hi && v == double(uint32_t(v))) return uint32_t(v);
+    return viewerOption(env, v, (std::string(name) + "[" + std::to_string(i) + "]").c_str(), lo, hi, unit);
+  };
+  const double minPayload = kHeaderBytes + c.eventReserveBytes + kRecordBytes;
   for (size_t i = 0; i < n; ++i) {
-    const std::string at = "[" + std::to_string(i) + "]";
     const uint32_t w = what[i];
     if (w & ~kFields)
-      throw codedError(env, "ERR_SIGHTLINE_INVALID_ARGUMENT", "what" + at + " names settings this call does not change: " + std::to_string(w));
+      throw codedError(env, "ERR_SIGHTLINE_INVALID_ARGUMENT",
+                       "what[" + std::to_string(i) + "] names settings this call does not change: " + std::to_string(w));
     ViewerChange& change = changes[i];
     change.what = w;
-    if (w & ViewerChange::kSendPeriod)
-      change.to.sendPeriod = viewerOption(env, period[i], ("sendPeriod" + at).c_str(), 1, 65535, " ticks");
-    if (w & ViewerChange::kPayloadBytes)
-      change.to.payloadBytes = viewerOption(env, payload[i], ("payloadBytes" + at).c_str(),
-                                            kHeaderBytes + c.eventReserveBytes + kRecordBytes, kMaxPayloadBytes, "");
+    if (w & ViewerChange::kSendPeriod) change.to.sendPeriod = value(period[i], i, "sendPeriod", 1, 65535, " ticks");
+    if (w & ViewerChange::kPayloadBytes) change.to.payloadBytes = value(payload[i], i, "payloadBytes", minPayload, kMaxPayloadBytes, "");
     if (w & ViewerChange::kViewRadius)
-      change.to.viewRadiusRaw = viewerOption(env, radius[i], ("viewRadius" + at + " (raw)").c_str(), 1,
-                                             double(c.viewRadiusRaw), " raw units");
+      change.to.viewRadiusRaw = value(radius[i], i, "viewRadius (raw)", 1, double(c.viewRadiusRaw), " raw units");
     const uint32_t id = ids[i];
     Viewer* v = running_ ? effectiveViewer(id) : (world_->hasViewer(id) ? &world_->viewerMutable(id) : nullptr);
     if (v == nullptr)
-      throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(id) + " (viewers" + at + ") is not a viewer");
+      throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER",
+                       "entity " + std::to_string(id) + " (viewers[" + std::to_string(i) + "]) is not a viewer");
     viewers[i] = v;
   }
   // Prepared in order (what each asks is checked against the settings the ones before it leave,
