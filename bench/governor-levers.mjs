@@ -72,10 +72,11 @@ if (o.child) {
   if (o.json) console.log(JSON.stringify(results));
   else {
     console.log(`GovernorLevers.apply, crowd-50k (8,192 viewers), ${o.rounds} fresh processes a build (in turn), ms per level change, median:`);
-    console.log(`  ${'level change'.padEnd(14)}${dists.map((d) => `${d} cold`.padStart(22) + `${d} warm`.padStart(22)).join('')}`);
+    dists.forEach((d, i) => console.log(`  build ${String.fromCharCode(65 + i)}: ${d}`));
+    console.log(`  ${'level change'.padEnd(14)}${dists.map((_, i) => `${String.fromCharCode(65 + i)} cold`.padStart(10) + `${String.fromCharCode(65 + i)} warm`.padStart(10)).join('')}`);
     for (const l of LEVELS) {
       const k = `to ${l}`;
-      console.log(`  ${k.padEnd(14)}${results.map((r) => String(r.levels[k].coldMs).padStart(22) + String(r.levels[k].warmMs).padStart(22)).join('')}`);
+      console.log(`  ${k.padEnd(14)}${results.map((r) => String(r.levels[k].coldMs).padStart(10) + String(r.levels[k].warmMs).padStart(10)).join('')}`);
     }
   }
 }

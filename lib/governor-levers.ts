@@ -3,7 +3,7 @@
 // between ticks, as inputs of the next one.
 import type { GovernorSettings } from './governor.js';
 import { NO_SHED, type Shed } from './shedding.js';
-import type { TickResult } from './tick-result.js';
+import { packetIndexOf, type TickResult } from './tick-result.js';
 import type { World } from './world.js';
 import type { EntityId } from './world-types.js';
 
@@ -119,10 +119,13 @@ export class GovernorLevers {
       return low;
     }
     const records = new Map<EntityId, number>();
-    if (last !== undefined && last.valid) {
-      for (let i = 0; i < last.count; i++) {
-        const b = last.bytesAt(i);
-        records.set(last.viewerAt(i), b.length >= 16 ? b[14] | (b[15] << 8) : 0);
+    const packets = last === undefined ? null : packetIndexOf(last);
+    if (packets !== null) {
+      // The update record count in each packet's header (bytes 14–15), read without a view a packet.
+      const { index, bytes } = packets;
+      for (let i = 0; i < last!.count; i++) {
+        const at = index[3 * i + 1];
+        records.set(index[3 * i], index[3 * i + 2] >= 16 ? bytes[at + 14] | (bytes[at + 15] << 8) : 0);
       }
     }
     // Ranked by records, then id: the key records × 2^32 + id (below 2^48, exact) sorts numerically.
