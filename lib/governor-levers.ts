@@ -79,7 +79,7 @@ export class GovernorLevers {
     if (level === 0) this.#low = new Set();
     // One batched engine call for every viewer whose shed changes (none when only the caps do).
     const low = this.#low;
-    const [other, lowShed] = SHEDS[level];
+    const [other, lowShed] = SHEDS[Math.max(0, Math.min(5, level))];
     let lowCount = 0;
     world.shedding.setMany('governor', ids, (i) => {
       if (!low.has(ids[i])) return other;
