@@ -171,6 +171,14 @@ export interface NativeWorld {
   };
   /** Writes [payloadBytes, sendPeriod, viewRadius raw] of viewerSettings into out[0..2]; allocates nothing. */
   servedSettingsInto(id: number, out: Float64Array): void;
+  /**
+   * Viewer ids[i] gets the settings named by what[i] (CHANGE.sendPeriod | payloadBytes |
+   * viewRadius), as changeViewer would, for i in order; viewRadius raw. Checked as a whole first:
+   * a throw changes nothing. Every array has ids.length elements.
+   */
+  changeViewers(ids: Uint32Array, what: Uint8Array, sendPeriod: Float64Array, payloadBytes: Float64Array, viewRadius: Float64Array): void;
+  /** Writes [payloadBytes, sendPeriod, viewRadius raw] of viewer ids[i] into out[3i .. 3i + 2]. */
+  servedSettingsOf(ids: Uint32Array, out: Float64Array): void;
   setGroups(id: number, groups: number): void;
   setPriority(id: number, weight: number): void;
   /** [groups, weight] */

@@ -3,7 +3,7 @@
 // between ticks, as inputs of the next one.
 import type { GovernorSettings } from './governor.js';
 import { NO_SHED, type Shed } from './shedding.js';
-import type { TickResult } from './tick-result.js';
+import { packetIndexOf, type TickResult } from './tick-result.js';
 import type { World } from './world.js';
 import type { EntityId } from './world-types.js';
 
@@ -23,16 +23,21 @@ export interface GovernorShed {
   readonly radiusScale: number;
 }
 
-/** The per-viewer shed of a level, for a low-priority viewer or another. */
-export function shedAt(level: number, lowPriority: boolean): Shed {
-  const period = level >= 5 ? (lowPriority ? 4 : 2) : level >= 1 && lowPriority ? 2 : 1;
-  const payload = level >= 3 ? 0.75 : 1;
-  const radius = level >= 4 ? 0.75 : 1;
-  return period === 1 && payload === 1 && radius === 1 ? NO_SHED : { period, payload, radius };
-}
+// The sheds of the levels (shedAt's results), made once: a level change compares and keeps
+// these, and builds nothing per viewer.
+const SHEDS: readonly (readonly [Shed, Shed])[] = Array.from({ length: 6 }, (_, level) => {
+  const make = (lowPriority: boolean): Shed => {
+    const period = level >= 5 ? (lowPriority ? 4 : 2) : level >= 1 && lowPriority ? 2 : 1;
+    const payload = level >= 3 ? 0.75 : 1;
+    const radius = level >= 4 ? 0.75 : 1;
+    return period === 1 && payload === 1 && radius === 1 ? NO_SHED : Object.freeze({ period, payload, radius });
+  };
+  return [make(false), make(true)] as const;
+});
 
-function sameShed(a: Shed, b: Shed): boolean {
-  return a.period === b.period && a.payload === b.payload && a.radius === b.radius;
+/** The per-viewer shed of a level (0 to 5), for a low-priority viewer or another. */
+export function shedAt(level: number, lowPriority: boolean): Shed {
+  return SHEDS[Math.max(0, Math.min(5, level))][lowPriority ? 1 : 0];
 }
 
 /**
@@ -72,17 +77,16 @@ export class GovernorLevers {
     const ids = world.viewerIds();
     if (this.#level === 0 && level > 0) this.#low = this.#chooseLow(ids, last);
     if (level === 0) this.#low = new Set();
-    const shedding = world.shedding;
-    let slowed = 0;
+    // One batched engine call for every viewer whose shed changes (none when only the caps do).
+    const low = this.#low;
+    const [other, lowShed] = SHEDS[Math.max(0, Math.min(5, level))];
     let lowCount = 0;
-    for (const v of ids) {
-      const low = this.#low.has(v);
-      const shed = shedAt(level, low);
-      // Unchanged since the level before (the caps' level, or the same factors): nothing to write.
-      if (!sameShed(shedding.shedOf('governor', v), shed)) shedding.set('governor', v, shed);
-      if (shed.period > 1) slowed++;
-      if (low) lowCount++;
-    }
+    world.shedding.setMany('governor', ids, (i) => {
+      if (!low.has(ids[i])) return other;
+      lowCount++;
+      return lowShed;
+    });
+    const slowed = (other.period > 1 ? ids.length - lowCount : 0) + (lowShed.period > 1 ? lowCount : 0);
     // The caps shed from are the game's (world.caps when shedding starts, or what the game set
     // since the governor last wrote them), as the viewers' own settings are for the other levers.
     const caps = world.caps;
@@ -109,15 +113,27 @@ export class GovernorLevers {
 
   #chooseLow(ids: Uint32Array, last: TickResult | undefined): Set<EntityId> {
     const mark = this.#settings.lowPriority;
-    if (mark !== undefined) return new Set(Array.from(ids).filter((v) => mark(v)));
+    if (mark !== undefined) {
+      const low = new Set<EntityId>();
+      for (const v of ids) if (mark(v)) low.add(v);
+      return low;
+    }
     const records = new Map<EntityId, number>();
-    if (last !== undefined && last.valid) {
-      for (let i = 0; i < last.count; i++) {
-        const b = last.bytesAt(i);
-        records.set(last.viewerAt(i), b.length >= 16 ? b[14] | (b[15] << 8) : 0);
+    const packets = last === undefined ? null : packetIndexOf(last);
+    if (packets !== null) {
+      // The update record count in each packet's header (bytes 14–15), read without a view a packet.
+      const { index, bytes } = packets;
+      for (let i = 0; i < last!.count; i++) {
+        const at = index[3 * i + 1];
+        records.set(index[3 * i], index[3 * i + 2] >= 16 ? bytes[at + 14] | (bytes[at + 15] << 8) : 0);
       }
     }
-    const ranked = Array.from(ids).sort((a, b) => (records.get(a) ?? 0) - (records.get(b) ?? 0) || a - b);
-    return new Set(ranked.slice(0, Math.floor(ranked.length / 2)));
+    // Ranked by records, then id: the key records × 2^32 + id (below 2^48, exact) sorts numerically.
+    const keys = new Float64Array(ids.length);
+    for (let i = 0; i < ids.length; i++) keys[i] = (records.get(ids[i]) ?? 0) * 2 ** 32 + ids[i];
+    keys.sort();
+    const low = new Set<EntityId>();
+    for (let i = 0; i < Math.floor(ids.length / 2); i++) low.add(keys[i] % 2 ** 32);
+    return low;
   }
 }

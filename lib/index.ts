@@ -19,3 +19,4 @@ export type { GovernorOptions, GovernorState, GovernorSettings } from './governo
 export { GovernorLevers, shedAt } from './governor-levers.js';
 export type { GovernorShed } from './governor-levers.js';
 export type { CongestionOptions, CongestionStats } from './congestion.js';
+export type { ViewerSettingsBatch } from './viewer-batch.js';

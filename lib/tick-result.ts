@@ -16,10 +16,16 @@ import type { EntityId, Packet, TickStats } from './world-types.js';
  */
 /** @internal The World a result came from (UdpServer's native data path asks: has it sent these packets already?). */
 export let sourceOf: (result: TickResult) => object;
+/**
+ * @internal A result's packet index (viewer, offset, length for each packet) and one view over
+ * its whole buffer, or null once expired: for reading many packets' headers without a view each.
+ */
+export let packetIndexOf: (result: TickResult) => { index: Uint32Array; bytes: Uint8Array } | null;
 
 export class TickResult {
   static {
     sourceOf = (result) => result.#world;
+    packetIndexOf = (result) => (result.valid ? { index: result.#index, bytes: new Uint8Array(result.#buffer) } : null);
   }
   /** The tick number (starts at 1). */
   readonly tick: number;

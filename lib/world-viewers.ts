@@ -10,6 +10,7 @@ import type { ViewerShedding } from './shedding.js';
 import { checkVec3, isId, readBoolean, rethrow } from './validate.js';
 import { CAMERAS, ENGINE, REQUIRE_OPEN, WorldEntities, type WorldSetup } from './world-entities.js';
 import { WorldOverload } from './world-overload.js';
+import { readViewerBatch, type ViewerSettingsBatch } from './viewer-batch.js';
 import type { EntityId, PositionInput, SpectatorOptions, ViewerOptions, ViewerSettings } from './world-types.js';
 import type { WorldConfig } from './config.js';
 
@@ -46,6 +47,12 @@ export class WorldViewers extends WorldEntities {
       write: (v, period, payload, radius) => {
         const what = (period === null ? 0 : CHANGE.sendPeriod) | (payload === null ? 0 : CHANGE.payloadBytes) | (radius === null ? 0 : CHANGE.viewRadius);
         if (what !== 0) this.#change(v, what, period ?? 0, payload ?? 0, radius === null ? 0 : viewRadiusRaw(this.config, radius));
+      },
+      readMany: (ids, out) => this[ENGINE].servedSettingsOf(ids, out),
+      writeMany: (ids, what, period, payload, meters) => {
+        const radius = new Float64Array(ids.length);
+        for (let i = 0; i < ids.length; i++) if (what[i] & CHANGE.viewRadius) radius[i] = viewRadiusRaw(this.config, meters[i]);
+        this.#changeMany(ids, what, period, payload, radius);
       },
     });
     this.#events = new EventRouter(() => this[ENGINE], this.positions, config, (v) => this.hasViewer(v));
@@ -194,6 +201,37 @@ export class WorldViewers extends WorldEntities {
   setViewRadius(viewer: EntityId, meters: number): void {
     this.#change(viewer, CHANGE.viewRadius, 0, 0, viewRadiusRaw(this.config, meters));
     this.#overload.shedding.rebase(viewer, { viewRadius: meters });
+  }
+
+  /**
+   * {@link setSendPeriod}, {@link setPayloadBytes} and {@link setViewRadius} for many viewers in
+   * one call into the engine: viewers[i] gets `sendPeriod[i]` (ticks), `payloadBytes[i]` (bytes)
+   * and `viewRadius[i]` (m) of each array given, each array exactly as long as `viewers`; the same
+   * as those setters called for i = 0, 1, … in turn (the packets after are byte-identical), at
+   * one engine call's cost instead of one per viewer and setting. Each change takes effect at the
+   * viewer's next pass; sequences, ghost tables and acknowledgement logs carry on; deferred during
+   * a tick like {@link setSendPeriod}; for a viewer the governor or congestion control sheds
+   * from, the change is its base, as with the setters. Checked as a whole before anything
+   * changes: a throw leaves every viewer as it was.
+   * @throws ERR_SIGHTLINE_INVALID_ARGUMENT (viewers not a Uint32Array, settings not an object, an
+   *   array given not `viewers.length` long), ERR_SIGHTLINE_UNKNOWN_OPTION,
+   *   ERR_SIGHTLINE_INVALID_VIEWER_OPTION (a value not a number, NaN, or out of range, as the
+   *   setters say), ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_OUTPUT_FULL,
+   *   ERR_SIGHTLINE_OUT_OF_MEMORY; each message names the element.
+   */
+  setViewerSettings(viewers: Uint32Array, settings: ViewerSettingsBatch): void {
+    this[REQUIRE_OPEN]();
+    const b = readViewerBatch(this.config, viewers, settings);
+    this.#changeMany(viewers, b.what, b.sendPeriod, b.payloadBytes, b.viewRadius);
+    this.#overload.shedding.rebaseMany(viewers, b.what, b.sendPeriod, b.payloadBytes, b.meters);
+  }
+
+  #changeMany(ids: Uint32Array, what: Uint8Array, period: Float64Array, payload: Float64Array, radiusRaw: Float64Array): void {
+    try {
+      this[ENGINE].changeViewers(ids, what, period, payload, radiusRaw);
+    } catch (e) {
+      rethrow(e);
+    }
   }
 
   /**

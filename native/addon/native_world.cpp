@@ -34,6 +34,8 @@ Napi::Function NativeWorld::Init(Napi::Env env) {
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::ChangeViewer>>("changeViewer"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::ViewerSettingsOf>>("viewerSettings"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::ServedSettingsInto>>("servedSettingsInto"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::ChangeViewers>>("changeViewers"),
+                         InstanceMethod<&NativeWorld::Open<&NativeWorld::ServedSettingsOf>>("servedSettingsOf"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::HasViewer>>("hasViewer"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::TeleportViewer>>("teleportViewer"),
                          InstanceMethod<&NativeWorld::Open<&NativeWorld::Acknowledge>>("acknowledge"),

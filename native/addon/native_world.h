@@ -72,6 +72,8 @@ class NativeWorld : public Napi::ObjectWrap<NativeWorld> {
   Napi::Value ChangeViewer(const Napi::CallbackInfo& info);
   Napi::Value ViewerSettingsOf(const Napi::CallbackInfo& info);
   Napi::Value ServedSettingsInto(const Napi::CallbackInfo& info);
+  Napi::Value ChangeViewers(const Napi::CallbackInfo& info);
+  Napi::Value ServedSettingsOf(const Napi::CallbackInfo& info);
   Napi::Value HasViewer(const Napi::CallbackInfo& info);
   Napi::Value TeleportViewer(const Napi::CallbackInfo& info);
   Napi::Value ViewerCount(const Napi::CallbackInfo& info);

@@ -2,8 +2,11 @@
 // runs (applied in call order when it ends).
 #include "native_world.h"
 
+#include <cstdint>
 #include <exception>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "args.h"
 #include "codec.h"
@@ -143,6 +146,123 @@ Napi::Value NativeWorld::ChangeViewer(const Napi::CallbackInfo& info) {
     return 0;
   });
   pendingOutputDelta_ += int64_t(v->asked.payloadBytes) - int64_t(payloadBefore);
+  return env.Undefined();
+}
+
+namespace {
+// A typed array argument of the given type and, unless `length` is SIZE_MAX, that many elements:
+// ERR_SIGHTLINE_INVALID_ARGUMENT naming `name` otherwise.
+template <typename T>
+T typedArg(const Napi::CallbackInfo& info, size_t i, napi_typedarray_type type, const char* name, const char* typeName,
+           size_t length) {
+  if (info.Length() <= i || !info[i].IsTypedArray() || info[i].As<Napi::TypedArray>().TypedArrayType() != type)
+    throw codedError(info.Env(), "ERR_SIGHTLINE_INVALID_ARGUMENT", std::string(name) + " must be a " + typeName);
+  T a = info[i].As<T>();
+  if (length != SIZE_MAX && a.ElementLength() != length)
+    throw codedError(info.Env(), "ERR_SIGHTLINE_INVALID_ARGUMENT",
+                     std::string(name) + " must have one element a viewer (" + std::to_string(length) + "), received " +
+                         std::to_string(a.ElementLength()));
+  return a;
+}
+}  // namespace
+
+// changeViewers(ids: Uint32Array, what: Uint8Array, sendPeriod, payloadBytes, viewRadiusRaw:
+// Float64Array): viewer ids[i] gets the settings named in what[i] (kSendPeriod | kPayloadBytes |
+// kViewRadius), as changeViewer would, for i in order. Checked as a whole before anything changes:
+// a throw leaves every viewer as it was. During a pass checked now and applied when it ends.
+Napi::Value NativeWorld::ChangeViewers(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Uint32Array ids = typedArg<Napi::Uint32Array>(info, 0, napi_uint32_array, "viewers", "Uint32Array", SIZE_MAX);
+  const size_t n = ids.ElementLength();
+  Napi::Uint8Array what = typedArg<Napi::Uint8Array>(info, 1, napi_uint8_array, "what", "Uint8Array", n);
+  Napi::Float64Array period = typedArg<Napi::Float64Array>(info, 2, napi_float64_array, "sendPeriod", "Float64Array", n);
+  Napi::Float64Array payload = typedArg<Napi::Float64Array>(info, 3, napi_float64_array, "payloadBytes", "Float64Array", n);
+  Napi::Float64Array radius = typedArg<Napi::Float64Array>(info, 4, napi_float64_array, "viewRadius", "Float64Array", n);
+  const Config& c = world_->config();
+  constexpr uint32_t kFields = ViewerChange::kSendPeriod | ViewerChange::kPayloadBytes | ViewerChange::kViewRadius;
+  std::vector<ViewerChange> changes;
+  std::vector<Viewer*> viewers;
+  guarded(env, [&] { changes.resize(n); viewers.resize(n); return 0; });
+  // The arguments, each viewer's and each value's, before anything changes.
+  // A value's check without building its name unless it fails (this loop runs once a viewer).
+  auto value = [&](double v, size_t i, const char* name, double lo, double hi, const char* unit) {
+    if (v >= lo && v <= hi && v == double(uint32_t(v))) return uint32_t(v);
+    return viewerOption(env, v, (std::string(name) + "[" + std::to_string(i) + "]").c_str(), lo, hi, unit);
+  };
+  const double minPayload = kHeaderBytes + c.eventReserveBytes + kRecordBytes;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t w = what[i];
+    if (w & ~kFields)
+      throw codedError(env, "ERR_SIGHTLINE_INVALID_ARGUMENT",
+                       "what[" + std::to_string(i) + "] names settings this call does not change: " + std::to_string(w));
+    ViewerChange& change = changes[i];
+    change.what = w;
+    if (w & ViewerChange::kSendPeriod) change.to.sendPeriod = value(period[i], i, "sendPeriod", 1, 65535, " ticks");
+    if (w & ViewerChange::kPayloadBytes) change.to.payloadBytes = value(payload[i], i, "payloadBytes", minPayload, kMaxPayloadBytes, "");
+    if (w & ViewerChange::kViewRadius)
+      change.to.viewRadiusRaw = value(radius[i], i, "viewRadius (raw)", 1, double(c.viewRadiusRaw), " raw units");
+    const uint32_t id = ids[i];
+    Viewer* v = running_ ? effectiveViewer(id) : (world_->hasViewer(id) ? &world_->viewerMutable(id) : nullptr);
+    if (v == nullptr)
+      throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER",
+                       "entity " + std::to_string(id) + " (viewers[" + std::to_string(i) + "]) is not a viewer");
+    viewers[i] = v;
+  }
+  // Prepared in order (what each asks is checked against the settings the ones before it leave,
+  // the output room against the payloads together so far), and the settings asked for put back
+  // when one throws, so that nothing changes.
+  std::vector<std::pair<ViewerSettings, uint32_t>> before;
+  const uint64_t start = running_ ? pendingOutputBytes() : world_->outputBytes();
+  uint64_t total = start;
+  guarded(env, [&] {
+    before.reserve(n);
+    if (running_) pending_.reserve(pending_.size() + n);
+    return 0;
+  });
+  guarded(env, [&] {
+    try {
+      for (size_t i = 0; i < n; ++i) {
+        Viewer& v = *viewers[i];
+        before.emplace_back(v.asked, v.askedLogUpdates);  // within capacity
+        const uint32_t was = v.asked.payloadBytes;
+        world_->prepareViewerChange(v, changes[i], total);
+        total = total - was + v.asked.payloadBytes;
+      }
+    } catch (...) {
+      for (size_t j = before.size(); j-- > 0;) viewers[j]->asked = before[j].first, viewers[j]->askedLogUpdates = before[j].second;
+      throw;
+    }
+    return 0;
+  });
+  if (!running_) {
+    for (size_t i = 0; i < n; ++i) world_->applyViewerChange(*viewers[i], changes[i]);
+    reportMemorySoon(env);
+    return env.Undefined();
+  }
+  for (size_t i = 0; i < n; ++i) pending_.push_back(PendingOp{PendingOp::Change, ids[i], nullptr, std::move(changes[i])});  // within capacity
+  pendingOutputDelta_ += int64_t(total) - int64_t(start);
+  return env.Undefined();
+}
+
+// servedSettingsOf(ids: Uint32Array, out: Float64Array of 3 × ids.length): out[3i .. 3i+2] =
+// payloadBytes, sendPeriod, viewRadius (raw) of viewer ids[i], as servedSettingsInto gives them.
+// A throw (an id not a viewer) may leave part of `out` written.
+Napi::Value NativeWorld::ServedSettingsOf(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Uint32Array ids = typedArg<Napi::Uint32Array>(info, 0, napi_uint32_array, "viewers", "Uint32Array", SIZE_MAX);
+  const size_t n = ids.ElementLength();
+  Napi::Float64Array out = typedArg<Napi::Float64Array>(info, 1, napi_float64_array, "out", "Float64Array", SIZE_MAX);
+  if (out.ElementLength() < 3 * n)
+    throw codedError(env, "ERR_SIGHTLINE_INVALID_ARGUMENT", "servedSettingsOf needs a Float64Array of 3 elements a viewer");
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t id = ids[i];
+    const Viewer* v = running_ ? effectiveViewer(id) : (world_->hasViewer(id) ? &world_->viewer(id) : nullptr);
+    if (v == nullptr)
+      throw codedError(env, "ERR_SIGHTLINE_UNKNOWN_VIEWER", "entity " + std::to_string(id) + " is not a viewer");
+    out[3 * i] = v->asked.payloadBytes;
+    out[3 * i + 1] = v->asked.sendPeriod;
+    out[3 * i + 2] = double(v->asked.viewRadiusRaw);
+  }
   return env.Undefined();
 }
 
