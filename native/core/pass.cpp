@@ -4,6 +4,7 @@
 // touches only the snapshot (read), this viewer's state and this worker's scratch. No allocation,
 // no lock, no call out.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <functional>
 
@@ -46,41 +47,55 @@ __attribute__((noinline)) uint64_t driftOfOther(GhostTable& gt, int32_t e, uint3
 // With kFields, each record carries fields[idx] (fieldBytes of it) after the position. With
 // kMarks, a held ghost last sent before its entity's kind or attributes changed (its mark below the
 // entity's kind or attribute mark in marks[idx]) goes to `other` too, its mark left for the caller.
+// work: scratch for take words.
 template <bool kChosen, bool kFields, bool kMarks>
 __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored* sc, const uint32_t* chosen,
                                                 uint32_t take, const uint32_t* candIndex, const SnapEntity* ents,
                                                 const uint64_t* packed, const uint64_t* fields, uint32_t fieldBytes,
                                                 const uint64_t* marks, GhostEntry* entries, uint32_t* other,
-                                                uint32_t* otherCount) {
+                                                uint32_t* otherCount, uint64_t* work) {
   uint32_t* const otherStart = other;
+  // The records but the last are written with fields in one 8-byte store (the next record
+  // overwrites what lies past them); the last one's fields byte by byte (nothing after the
+  // packet is written).
   if constexpr (kMarks) {
     // Two loops, the records then the marks: one loop over both kept more values live than there
-    // are registers, and reloaded them from the stack for every record.
-    // The marks loop's reads are random (packet order): asked for here, they arrive meanwhile.
-    for (uint32_t i = 0; i < take; ++i) {
-      const World::Scored r = sc[kChosen ? chosen[i] : i];
-      const uint32_t idx = candIndex[r.order];
+    // are registers, and reloaded them from the stack for every record. The records loop leaves
+    // the marks loop each record's snapshot index and its scored entry and fresh flag in work[i],
+    // read in order, rather than the scored and chosen arrays again.
+    // The marks loop's reads of the snapshot's marks are random (packet order): asked for here,
+    // they arrive meanwhile. (Its ghost entries were read by the scoring just before.)
+    static_assert(sizeof(World::Scored) == 8 && offsetof(World::Scored, entry) == 4 && offsetof(World::Scored, fresh) == 6,
+                  "a scored candidate is order | entry << 32 | fresh << 48");
+    auto record = [&](uint32_t i, bool slack) __attribute__((always_inline)) {
+      uint64_t r;
+      std::memcpy(&r, sc + (kChosen ? chosen[i] : i), 8);
+      const uint32_t idx = candIndex[uint32_t(r)];
       __builtin_prefetch(marks + idx);
-      if (r.entry >= 0) __builtin_prefetch(entries + r.entry);
+      work[i] = (r & 0xffffffff00000000u) | idx;
       writeUpdate(p, ents[idx].id, packed[idx]);
       if constexpr (kFields) {
-        writeFields(p + kRecordBytes, fields[idx], fieldBytes, i + 1 < take);
+        writeFields(p + kRecordBytes, fields[idx], fieldBytes, slack);
         p += kRecordBytes + fieldBytes;
       } else {
         p += kRecordBytes;
       }
+    };
+    if (take > 0) {
+      for (uint32_t i = 0; i + 1 < take; ++i) record(i, true);
+      record(take - 1, false);
     }
     for (uint32_t i = 0; i < take; ++i) {
-      const World::Scored r = sc[kChosen ? chosen[i] : i];
-      const uint32_t idx = candIndex[r.order];
-      bool plain = r.entry >= 0 && r.fresh == 0;
+      const uint64_t w = work[i];
+      const uint32_t idx = uint32_t(w), held = uint32_t(w >> 32);  // entry | fresh << 16
+      bool plain = (held & 0xffff8000u) == 0;  // a held ghost (entry >= 0) with fresh 0
       if (plain) {
-        const uint32_t mark = entries[r.entry].mark;
+        const uint32_t mark = entries[held].mark;
         const uint64_t m = marks[idx];
         plain = int32_t(mark - uint32_t(m)) >= 0 && int32_t(mark - uint32_t(m >> 32)) >= 0;
       }
       if (plain) [[likely]] {
-        entries[r.entry].mark = ents[idx].odo;
+        entries[held].mark = ents[idx].odo;
       } else {
         *other++ = i;
       }
@@ -88,13 +103,13 @@ __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored*
     *otherCount = uint32_t(other - otherStart);
     return p;
   }
-  for (uint32_t i = 0; i < take; ++i) {
+  auto record = [&](uint32_t i, bool slack) __attribute__((always_inline)) {
     const World::Scored r = sc[kChosen ? chosen[i] : i];
     const uint32_t idx = candIndex[r.order];
     const SnapEntity se = ents[idx];
     writeUpdate(p, se.id, packed[idx]);
     if constexpr (kFields) {
-      writeFields(p + kRecordBytes, fields[idx], fieldBytes, i + 1 < take);
+      writeFields(p + kRecordBytes, fields[idx], fieldBytes, slack);
       p += kRecordBytes + fieldBytes;
     } else {
       p += kRecordBytes;
@@ -104,6 +119,10 @@ __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored*
     } else {
       *other++ = i;
     }
+  };
+  if (take > 0) {
+    for (uint32_t i = 0; i + 1 < take; ++i) record(i, true);
+    record(take - 1, false);
   }
   *otherCount = uint32_t(other - otherStart);
   return p;
@@ -111,7 +130,7 @@ __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored*
 
 using RecordWriter = uint8_t* (*)(uint8_t*, const World::Scored*, const uint32_t*, uint32_t, const uint32_t*,
                                    const SnapEntity*, const uint64_t*, const uint64_t*, uint32_t, const uint64_t*,
-                                   GhostEntry*, uint32_t*, uint32_t*);
+                                   GhostEntry*, uint32_t*, uint32_t*, uint64_t*);
 
 // writeRecords for this packet: through `chosen` or not, with fields or not, checking marks or not.
 RecordWriter recordWriter(bool chosen, bool fields, bool marks) {
@@ -650,7 +669,7 @@ void World::serve(Viewer& v, Scratch& s) {
   const uint64_t* fieldsOf = c.fieldBytes ? snap.fields.data() : nullptr;
   const uint64_t* marks = stateOn ? snap.stateMarks.data() : nullptr;
   p = recordWriter(order != nullptr, c.fieldBytes > 0, snap.stateChecks())(p, sc, order, take, candIndex, ents, packed, fieldsOf,
-                                                                           c.fieldBytes, marks, entries, other, &others);
+                                                                           c.fieldBytes, marks, entries, other, &others, s.keys.data());
   uint32_t newGhosts = 0;
   // The kinds and attributes sections go after the records, in the bytes the records left.
   const uint32_t sectionRoom = stateBytes - take * c.recordBytes;
