@@ -587,34 +587,50 @@ void World::serve(Viewer& v, Scratch& s) {
     }
     const uint32_t K = c.attributeRepeatPasses, size = gt.size();
     if (K == 0 || acking || size == 0) return;
-    // One division: the index after e is e + 1, or 0 past the end. The cursor is stored as the
-    // index after the last one looked at (possibly size: taken modulo the size the next call sees).
+    // The cursor is stored as the index after the last one looked at (possibly size: taken modulo
+    // the size the next call sees). The scan looks at `scan` entries from it, wrapping once.
     const uint32_t scan = std::min(repeatScan(size, K), size);
-    // The due entries are found a batch at a time and their attribute entries (cold: a random
-    // slot each) asked for together, then sent in order: the same entries, in the same order, as
-    // sending each as it is found (a send changes no other entry's state).
-    constexpr uint32_t kBatch = 32;
-    uint32_t cursor = v.attributeCursor, e = cursor % size;
-    for (uint32_t k = 0; k < scan;) {
-      uint32_t due[kBatch], cursorAt[kBatch], found = 0;  // cursorAt: the cursor before due[j] was looked at
-      for (; k < scan && found < kBatch; ++k) {
-        const GhostEntry& ge = entries[e];
-        const GhostAttribute& ga = gt.attributeAt(e);
-        if (ge.state == kLive && !(ge.flags & kUnheld) && !ga.queued && uint16_t(pass - ga.lastPass) >= K) {
-          __builtin_prefetch(attrs.entry(slotOfId(ge.id)));
-          due[found] = e, cursorAt[found++] = cursor;
-        }
-        cursor = e + 1;
-        e = cursor == size ? 0 : cursor;
+    // The due entries are found first, without branches (whether one is due is not predictable),
+    // into s.stale (free while the fills run); then their attribute entries (cold: a random slot
+    // each, both lines of one that crosses a line) are asked for together, and they are sent in
+    // order: the same entries, in the same order, as sending each as it is found (a send changes
+    // no other entry's state). A send that does not fit leaves the cursor where it was before
+    // that entry was looked at: the scan's own start for its first entry, else the index after
+    // the one before it (size for entry 0, reached by the wrap).
+    static_assert(offsetof(GhostEntry, lastSeen) == 8 && offsetof(GhostEntry, state) == 10 && offsetof(GhostEntry, flags) == 11,
+                  "an entry's third dword is lastSeen | state << 16 | flags << 24");
+    static_assert(offsetof(GhostAttribute, lastPass) == 4 && offsetof(GhostAttribute, queued) == 6,
+                  "an attribute state is acked | lastPass << 32 | queued << 48 | unused << 56");
+    uint32_t* const due = s.stale.data();
+    uint32_t found = 0;
+    auto scanRange = [&](uint32_t from, uint32_t to) {
+      for (uint32_t e = from; e < to; ++e) {
+        uint32_t meta;
+        uint64_t a;
+        std::memcpy(&meta, reinterpret_cast<const uint8_t*>(entries + e) + 8, 4);
+        std::memcpy(&a, &gt.attributeAt(e), 8);
+        const bool isDue = ((meta >> 16) & (0xffu | uint32_t{kUnheld} << 8)) == 0 && ((a >> 48) & 0xff) == 0 &&
+                           uint16_t(pass - uint16_t(a >> 32)) >= K;
+        due[found] = e;
+        found += isDue;
       }
-      for (uint32_t j = 0; j < found; ++j) {
-        if (!sendAttributes(due[j], limit)) {
-          v.attributeCursor = cursorAt[j];
-          return;
-        }
+    };
+    const uint32_t start = v.attributeCursor, e0 = start % size, head = std::min(scan, size - e0);
+    scanRange(e0, e0 + head);
+    scanRange(0, scan - head);
+    const uint32_t last = attrs.stride() - 1;
+    for (uint32_t j = 0; j < found; ++j) {
+      const uint8_t* entry = attrs.entry(slotOfId(entries[due[j]].id));
+      __builtin_prefetch(entry);
+      __builtin_prefetch(entry + last);
+    }
+    for (uint32_t j = 0; j < found; ++j) {
+      if (!sendAttributes(due[j], limit)) {
+        v.attributeCursor = due[j] == e0 ? start : due[j] == 0 ? size : due[j];
+        return;
       }
     }
-    v.attributeCursor = cursor;
+    v.attributeCursor = scan > head ? scan - head : e0 + head;
   };
   if (stateOn) {
     const uint32_t floor = sectionFloor(stateBytes);
