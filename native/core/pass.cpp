@@ -285,6 +285,15 @@ void World::serve(Viewer& v, Scratch& s) {
   const uint16_t* const slotExtra = stateOn ? snap.slotExtra.data() : nullptr;
   const AttributeStore* const freshAttributes = stateOn && store_.attributes().enabled() ? &store_.attributes() : nullptr;
   uint32_t freshPositive = 0, maxNewExtra = 0;
+  // A fresh candidate i (id) that will score positive: its drift is newDrift, and the entity's
+  // weight and the viewer's boost (at least 1 each, the product saturating) leave a score above 0
+  // nonzero, so that is when newDrift x its band's weight is. Off the common path.
+  auto noteFresh = [&](uint32_t i, uint32_t id) __attribute__((always_inline)) {
+    if (uint64_t{c.newDrift} * weights[ilog2(candD2[i])] == 0) return;
+    ++freshPositive;
+    maxNewExtra = std::max<uint32_t>(maxNewExtra, slotExtra[slotOfId(id)]);
+    if (freshAttributes) __builtin_prefetch(freshAttributes->entry(slotOfId(id)));  // its announcement may send them
+  };
   // Candidate i, whose lookup word is w (entry index + 1, or 0). The common case, a live ghost
   // the client holds with nothing pending (state and flags zero), is inline; the rest is
   // driftOfOther's.
@@ -305,6 +314,7 @@ void World::serve(Viewer& v, Scratch& s) {
       if constexpr (kWeighted) boosted = boosting && boostIds[slotOfId(id)] == id;
       gt.prefetchIndex(id);  // it may be inserted
       ++newPositive;  // undone below when its score is zero
+      if constexpr (kState) noteFresh(i, id);
     } else {
       e = lookup.resolve(w, id);
       const uint64_t r = driftOfOther(gt, e, candOdoOf(idOdo), pass, c.newDrift);
@@ -312,6 +322,8 @@ void World::serve(Viewer& v, Scratch& s) {
       if constexpr (kWeighted) boosted = e < 0 ? boosting && boostIds[slotOfId(id)] == id : (r >> 33) != 0;
       if (e < 0) gt.prefetchIndex(id);  // it may be inserted
       newPositive += e < 0;  // undone below when its score is zero
+      if constexpr (kState)
+        if (fresh) noteFresh(i, id);
     }
     // band = ilog2(d2). drift < 2^32 and weight < 2^32: the product fits in 64 bits. Times the
     // entity's weight and the viewer's boost (at most 16 x 16) it may not: it saturates.
@@ -323,11 +335,6 @@ void World::serve(Viewer& v, Scratch& s) {
     if (score == 0) {  // the cut at the first zero score: unmoved since last sent
       newPositive -= e < 0;
       return;
-    }
-    if (kState && fresh) {
-      ++freshPositive;
-      maxNewExtra = std::max<uint32_t>(maxNewExtra, slotExtra[slotOfId(id)]);
-      if (freshAttributes) __builtin_prefetch(freshAttributes->entry(slotOfId(id)));  // its announcement may send them
     }
     scores[m] = score;
     sc[m++] = World::Scored{i, int16_t(e), uint16_t(fresh)};
