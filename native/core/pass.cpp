@@ -360,6 +360,63 @@ void World::serve(Viewer& v, Scratch& s) {
     else scoreAll.template operator()<false, false>();
   }
 
+  // The attribute repeat scan of viewers without acknowledgements (fillAttributes): the entries
+  // of the ghost table due again (live, held, not queued, attributes last sent attributeRepeatPasses
+  // or more passes ago) among the scan's window, `scan` entries from the viewer's cursor (the index
+  // after the last one looked at, possibly size: taken modulo the size the call sees), wrapping
+  // once; their indices go to due (in window order), their count is returned. Without branches
+  // (whether one is due is not predictable): every index is written, the count advanced by the test.
+  static_assert(offsetof(GhostEntry, lastSeen) == 8 && offsetof(GhostEntry, state) == 10 && offsetof(GhostEntry, flags) == 11,
+                "an entry's third dword is lastSeen | state << 16 | flags << 24");
+  static_assert(offsetof(GhostAttribute, lastPass) == 4 && offsetof(GhostAttribute, queued) == 6,
+                "an attribute state is acked | lastPass << 32 | queued << 48 | unused << 56");
+  auto findDue = [&](uint32_t* due) {
+    const uint32_t K = c.attributeRepeatPasses, size = gt.size();
+    uint32_t found = 0;
+    auto scanRange = [&](uint32_t from, uint32_t to) {
+      for (uint32_t e = from; e < to; ++e) {
+        uint32_t meta;
+        uint64_t a;
+        std::memcpy(&meta, reinterpret_cast<const uint8_t*>(entries + e) + 8, 4);
+        std::memcpy(&a, &gt.attributeAt(e), 8);
+        const bool isDue = ((meta >> 16) & (0xffu | uint32_t{kUnheld} << 8)) == 0 && ((a >> 48) & 0xff) == 0 &&
+                           uint16_t(pass - uint16_t(a >> 32)) >= K;
+        due[found] = e;
+        found += isDue;
+      }
+    };
+    const uint32_t scan = std::min(repeatScan(size, K), size);
+    const uint32_t e0 = v.attributeCursor % size, head = std::min(scan, size - e0);
+    scanRange(e0, e0 + head);
+    scanRange(0, scan - head);
+    return found;
+  };
+  // The attribute entries (the pass slab: a random slot each, cold) of entries due[0, count), both
+  // lines of one that crosses a line, asked for together.
+  auto askForAttributes = [&](const uint32_t* due, uint32_t count) {
+    const AttributeStore& slab = store_.attributes();
+    const uint32_t last = slab.stride() - 1;
+    for (uint32_t j = 0; j < count; ++j) {
+      const uint8_t* entry = slab.entry(slotOfId(entries[due[j]].id));
+      __builtin_prefetch(entry);
+      __builtin_prefetch(entry + last);
+    }
+  };
+  // The first fill's repeat scan is done here, into s.lists (free until the selection), so that
+  // its attribute entries arrive during the rest of the pass before that fill, rather than as
+  // they are sent. It finds what that fill's own scan would: the window is the same (the cursor
+  // and the table's size do not change before it), no entry's attribute state changes before it
+  // but in the fill's queue walk (which either sends an entry, after which it is not due, or
+  // takes a queued one off the queue without sending anything, which a repeat send would not
+  // either), and the entries that depart meanwhile are passed over by the fill.
+  uint32_t earlyDue = 0;
+  bool earlyScanned = false;
+  if (stateOn && gt.tracksAttributes() && c.attributeRepeatPasses > 0 && !(log && log->acknowledging) && gt.size() > 0) {
+    earlyDue = findDue(s.lists.data());
+    earlyScanned = true;
+    askForAttributes(s.lists.data(), earlyDue);
+  }
+
   // Held ghosts not eligible on this pass (past the ghost cap, or beyond where the walk stopped)
   // that are still within the view radius: scored too, as candidates appended after the gather's,
   // so that what the client shows while the grace window keeps them (the edge of the cap does not
@@ -576,7 +633,7 @@ void World::serve(Viewer& v, Scratch& s) {
   // The attribute queue, then (viewers not acknowledging) the ghosts whose attributes went out
   // attributeRepeatPasses or more passes ago, about 2 x size / K of the table a call from where the
   // last stopped, while they fit within `limit`. findEntry: the entry index of an id, or -1.
-  auto fillAttributes = [&](uint32_t limit, auto findEntry) {
+  auto fillAttributes = [&](uint32_t limit, auto findEntry, bool early) {
     for (uint32_t q = gt.attributeQueueSize(); q > 0; --q) {
       const uint32_t id = gt.attributeFront();
       const int32_t e = findEntry(id);
@@ -594,44 +651,24 @@ void World::serve(Viewer& v, Scratch& s) {
     }
     const uint32_t K = c.attributeRepeatPasses, size = gt.size();
     if (K == 0 || acking || size == 0) return;
-    // The cursor is stored as the index after the last one looked at (possibly size: taken modulo
-    // the size the next call sees). The scan looks at `scan` entries from it, wrapping once.
-    const uint32_t scan = std::min(repeatScan(size, K), size);
-    // The due entries are found first, without branches (whether one is due is not predictable),
-    // into s.stale (free while the fills run); then their attribute entries (cold: a random slot
-    // each, both lines of one that crosses a line) are asked for together, and they are sent in
-    // order: the same entries, in the same order, as sending each as it is found (a send changes
-    // no other entry's state). A send that does not fit leaves the cursor where it was before
-    // that entry was looked at: the scan's own start for its first entry, else the index after
-    // the one before it (size for entry 0, reached by the wrap).
-    static_assert(offsetof(GhostEntry, lastSeen) == 8 && offsetof(GhostEntry, state) == 10 && offsetof(GhostEntry, flags) == 11,
-                  "an entry's third dword is lastSeen | state << 16 | flags << 24");
-    static_assert(offsetof(GhostAttribute, lastPass) == 4 && offsetof(GhostAttribute, queued) == 6,
-                  "an attribute state is acked | lastPass << 32 | queued << 48 | unused << 56");
-    uint32_t* const due = s.stale.data();
-    uint32_t found = 0;
-    auto scanRange = [&](uint32_t from, uint32_t to) {
-      for (uint32_t e = from; e < to; ++e) {
-        uint32_t meta;
-        uint64_t a;
-        std::memcpy(&meta, reinterpret_cast<const uint8_t*>(entries + e) + 8, 4);
-        std::memcpy(&a, &gt.attributeAt(e), 8);
-        const bool isDue = ((meta >> 16) & (0xffu | uint32_t{kUnheld} << 8)) == 0 && ((a >> 48) & 0xff) == 0 &&
-                           uint16_t(pass - uint16_t(a >> 32)) >= K;
-        due[found] = e;
-        found += isDue;
-      }
-    };
-    const uint32_t start = v.attributeCursor, e0 = start % size, head = std::min(scan, size - e0);
-    scanRange(e0, e0 + head);
-    scanRange(0, scan - head);
-    const uint32_t last = attrs.stride() - 1;
-    for (uint32_t j = 0; j < found; ++j) {
-      const uint8_t* entry = attrs.entry(slotOfId(entries[due[j]].id));
-      __builtin_prefetch(entry);
-      __builtin_prefetch(entry + last);
+    // The due entries (findDue), then sent in order: the same entries, in the same order, as
+    // sending each as it is found (a send changes no other entry's state). The first fill's were
+    // found after scoring; one of them that departed since is not due now and is passed over. A
+    // send that does not fit leaves the cursor where it was before that entry was looked at: the
+    // scan's start for its first entry, else the index after the one before it (size for entry
+    // 0, reached by the wrap).
+    uint32_t* due = s.stale.data();  // free while the fills run
+    uint32_t found;
+    if (early) {
+      due = s.lists.data(), found = earlyDue;
+    } else {
+      found = findDue(due);
+      askForAttributes(due, found);
     }
+    const uint32_t scan = std::min(repeatScan(size, K), size);
+    const uint32_t start = v.attributeCursor, e0 = start % size, head = std::min(scan, size - e0);
     for (uint32_t j = 0; j < found; ++j) {
+      if (early && entries[due[j]].state != kLive) continue;
       if (!sendAttributes(due[j], limit)) {
         v.attributeCursor = due[j] == e0 ? start : due[j] == 0 ? size : due[j];
         return;
@@ -652,7 +689,7 @@ void World::serve(Viewer& v, Scratch& s) {
       reserved += std::min<uint32_t>(floor - std::min(floor, reserved), kSectionCountBytes + kKindRecordBytes * v.kindBacklog);
     // Attributes pending take what is left of the floor now; more after the records, if they leave room.
     if (attributesOn && floor > reserved) {
-      fillAttributes(floor - reserved, [&](uint32_t id) { return lookup.find(id); });
+      fillAttributes(floor - reserved, [&](uint32_t id) { return lookup.find(id); }, earlyScanned);
       reserved += sections.attributeBytes();
     }
   }
@@ -777,10 +814,13 @@ void World::serve(Viewer& v, Scratch& s) {
   // entry held at the lookup's load keeps its index until the removals at the end of the pass, so
   // the map finds it (warm), and the table's index (cold) is probed only for one inserted since.
   if (attributesOn && sections.bytes() < sectionRoom)
-    fillAttributes(sectionRoom, [&](uint32_t id) {
-      const int32_t e = lookup.find(id);
-      return e >= 0 ? e : gt.find(id);
-    });
+    fillAttributes(
+        sectionRoom,
+        [&](uint32_t id) {
+          const int32_t e = lookup.find(id);
+          return e >= 0 ? e : gt.find(id);
+        },
+        false);
   uint8_t flags = eventCount ? kFlagEvents : 0;
   p = sections.write(p, flags);
   st.kinds += sections.kindCount();
