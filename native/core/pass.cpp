@@ -4,6 +4,7 @@
 // touches only the snapshot (read), this viewer's state and this worker's scratch. No allocation,
 // no lock, no call out.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <functional>
 
@@ -46,41 +47,55 @@ __attribute__((noinline)) uint64_t driftOfOther(GhostTable& gt, int32_t e, uint3
 // With kFields, each record carries fields[idx] (fieldBytes of it) after the position. With
 // kMarks, a held ghost last sent before its entity's kind or attributes changed (its mark below the
 // entity's kind or attribute mark in marks[idx]) goes to `other` too, its mark left for the caller.
+// work: scratch for take words.
 template <bool kChosen, bool kFields, bool kMarks>
 __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored* sc, const uint32_t* chosen,
                                                 uint32_t take, const uint32_t* candIndex, const SnapEntity* ents,
                                                 const uint64_t* packed, const uint64_t* fields, uint32_t fieldBytes,
                                                 const uint64_t* marks, GhostEntry* entries, uint32_t* other,
-                                                uint32_t* otherCount) {
+                                                uint32_t* otherCount, uint64_t* work) {
   uint32_t* const otherStart = other;
+  // The records but the last are written with fields in one 8-byte store (the next record
+  // overwrites what lies past them); the last one's fields byte by byte (nothing after the
+  // packet is written).
   if constexpr (kMarks) {
     // Two loops, the records then the marks: one loop over both kept more values live than there
-    // are registers, and reloaded them from the stack for every record.
-    // The marks loop's reads are random (packet order): asked for here, they arrive meanwhile.
-    for (uint32_t i = 0; i < take; ++i) {
-      const World::Scored r = sc[kChosen ? chosen[i] : i];
-      const uint32_t idx = candIndex[r.order];
+    // are registers, and reloaded them from the stack for every record. The records loop leaves
+    // the marks loop each record's snapshot index and its scored entry and fresh flag in work[i],
+    // read in order, rather than the scored and chosen arrays again.
+    // The marks loop's reads of the snapshot's marks are random (packet order): asked for here,
+    // they arrive meanwhile. (Its ghost entries were read by the scoring just before.)
+    static_assert(sizeof(World::Scored) == 8 && offsetof(World::Scored, entry) == 4 && offsetof(World::Scored, fresh) == 6,
+                  "a scored candidate is order | entry << 32 | fresh << 48");
+    auto record = [&](uint32_t i, bool slack) __attribute__((always_inline)) {
+      uint64_t r;
+      std::memcpy(&r, sc + (kChosen ? chosen[i] : i), 8);
+      const uint32_t idx = candIndex[uint32_t(r)];
       __builtin_prefetch(marks + idx);
-      if (r.entry >= 0) __builtin_prefetch(entries + r.entry);
+      work[i] = (r & 0xffffffff00000000u) | idx;
       writeUpdate(p, ents[idx].id, packed[idx]);
       if constexpr (kFields) {
-        writeFields(p + kRecordBytes, fields[idx], fieldBytes, i + 1 < take);
+        writeFields(p + kRecordBytes, fields[idx], fieldBytes, slack);
         p += kRecordBytes + fieldBytes;
       } else {
         p += kRecordBytes;
       }
+    };
+    if (take > 0) {
+      for (uint32_t i = 0; i + 1 < take; ++i) record(i, true);
+      record(take - 1, false);
     }
     for (uint32_t i = 0; i < take; ++i) {
-      const World::Scored r = sc[kChosen ? chosen[i] : i];
-      const uint32_t idx = candIndex[r.order];
-      bool plain = r.entry >= 0 && r.fresh == 0;
+      const uint64_t w = work[i];
+      const uint32_t idx = uint32_t(w), held = uint32_t(w >> 32);  // entry | fresh << 16
+      bool plain = (held & 0xffff8000u) == 0;  // a held ghost (entry >= 0) with fresh 0
       if (plain) {
-        const uint32_t mark = entries[r.entry].mark;
+        const uint32_t mark = entries[held].mark;
         const uint64_t m = marks[idx];
         plain = int32_t(mark - uint32_t(m)) >= 0 && int32_t(mark - uint32_t(m >> 32)) >= 0;
       }
       if (plain) [[likely]] {
-        entries[r.entry].mark = ents[idx].odo;
+        entries[held].mark = ents[idx].odo;
       } else {
         *other++ = i;
       }
@@ -88,13 +103,13 @@ __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored*
     *otherCount = uint32_t(other - otherStart);
     return p;
   }
-  for (uint32_t i = 0; i < take; ++i) {
+  auto record = [&](uint32_t i, bool slack) __attribute__((always_inline)) {
     const World::Scored r = sc[kChosen ? chosen[i] : i];
     const uint32_t idx = candIndex[r.order];
     const SnapEntity se = ents[idx];
     writeUpdate(p, se.id, packed[idx]);
     if constexpr (kFields) {
-      writeFields(p + kRecordBytes, fields[idx], fieldBytes, i + 1 < take);
+      writeFields(p + kRecordBytes, fields[idx], fieldBytes, slack);
       p += kRecordBytes + fieldBytes;
     } else {
       p += kRecordBytes;
@@ -104,6 +119,10 @@ __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored*
     } else {
       *other++ = i;
     }
+  };
+  if (take > 0) {
+    for (uint32_t i = 0; i + 1 < take; ++i) record(i, true);
+    record(take - 1, false);
   }
   *otherCount = uint32_t(other - otherStart);
   return p;
@@ -111,7 +130,7 @@ __attribute__((noinline)) uint8_t* writeRecords(uint8_t* p, const World::Scored*
 
 using RecordWriter = uint8_t* (*)(uint8_t*, const World::Scored*, const uint32_t*, uint32_t, const uint32_t*,
                                    const SnapEntity*, const uint64_t*, const uint64_t*, uint32_t, const uint64_t*,
-                                   GhostEntry*, uint32_t*, uint32_t*);
+                                   GhostEntry*, uint32_t*, uint32_t*, uint64_t*);
 
 // writeRecords for this packet: through `chosen` or not, with fields or not, checking marks or not.
 RecordWriter recordWriter(bool chosen, bool fields, bool marks) {
@@ -277,6 +296,15 @@ void World::serve(Viewer& v, Scratch& s) {
     const uint64_t f = uint64_t{fresh && entityWeighted ? entityWeights[candIndex[i]] : 1u} * (boosted ? boostFactor : 1u);
     return f != 1 && __builtin_mul_overflow(score, f, &score) ? UINT64_MAX : score;
   };
+  // A fresh candidate i (id) that will score positive: its drift is newDrift, and the entity's
+  // weight and the viewer's boost (at least 1 each, the product saturating) leave a score above 0
+  // nonzero, so that is when newDrift x its band's weight is. Off the common path.
+  auto noteFresh = [&](uint32_t i, uint32_t id) __attribute__((always_inline)) {
+    if (uint64_t{c.newDrift} * weights[ilog2(candD2[i])] == 0) return;
+    ++freshPositive;
+    maxNewExtra = std::max<uint32_t>(maxNewExtra, slotExtra[slotOfId(id)]);
+    if (freshAttributes) __builtin_prefetch(freshAttributes->entry(slotOfId(id)));  // its announcement may send them
+  };
   // Candidate i, whose lookup word is w (entry index + 1, or 0). The common case, a live ghost
   // the client holds with nothing pending (state and flags zero), is inline; the rest is
   // driftOfOther's.
@@ -296,12 +324,15 @@ void World::serve(Viewer& v, Scratch& s) {
       drift = c.newDrift, fresh = 1;
       gt.prefetchIndex(id);  // it may be inserted
       ++newPositive;  // undone below when its score is zero
+      if constexpr (kState) noteFresh(i, id);
     } else {
       e = lookup.resolve(w, id);
       const uint64_t r = driftOfOther(gt, e, candOdoOf(idOdo), pass, c.newDrift);
       drift = uint32_t(r), fresh = uint32_t(r >> 32) & 1, boosted = uint32_t(r >> 33) & 1;
       if (e < 0) gt.prefetchIndex(id);  // it may be inserted
       newPositive += e < 0;  // undone below when its score is zero
+      if constexpr (kState)
+        if (fresh) noteFresh(i, id);
     }
     // band = ilog2(d2). drift < 2^32 and weight < 2^32: the product fits in 64 bits.
     uint64_t score = uint64_t{drift} * weights[ilog2(candD2[i])];
@@ -309,11 +340,6 @@ void World::serve(Viewer& v, Scratch& s) {
     if (score == 0) {  // the cut at the first zero score: unmoved since last sent
       newPositive -= e < 0;
       return;
-    }
-    if (kState && fresh) {
-      ++freshPositive;
-      maxNewExtra = std::max<uint32_t>(maxNewExtra, slotExtra[slotOfId(id)]);
-      if (freshAttributes) __builtin_prefetch(freshAttributes->entry(slotOfId(id)));  // its announcement may send them
     }
     scores[m] = score;
     sc[m++] = World::Scored{i, int16_t(e), uint16_t(fresh)};
@@ -337,6 +363,63 @@ void World::serve(Viewer& v, Scratch& s) {
   } else {
     if (stateOn) scoreAll.template operator()<false, true>();
     else scoreAll.template operator()<false, false>();
+  }
+
+  // The attribute repeat scan of viewers without acknowledgements (fillAttributes): the entries
+  // of the ghost table due again (live, held, not queued, attributes last sent attributeRepeatPasses
+  // or more passes ago) among the scan's window, `scan` entries from the viewer's cursor (the index
+  // after the last one looked at, possibly size: taken modulo the size the call sees), wrapping
+  // once; their indices go to due (in window order), their count is returned. Without branches
+  // (whether one is due is not predictable): every index is written, the count advanced by the test.
+  static_assert(offsetof(GhostEntry, lastSeen) == 8 && offsetof(GhostEntry, state) == 10 && offsetof(GhostEntry, flags) == 11,
+                "an entry's third dword is lastSeen | state << 16 | flags << 24");
+  static_assert(offsetof(GhostAttribute, lastPass) == 4 && offsetof(GhostAttribute, queued) == 6,
+                "an attribute state is acked | lastPass << 32 | queued << 48 | unused << 56");
+  auto findDue = [&](uint32_t* due) {
+    const uint32_t K = c.attributeRepeatPasses, size = gt.size();
+    uint32_t found = 0;
+    auto scanRange = [&](uint32_t from, uint32_t to) {
+      for (uint32_t e = from; e < to; ++e) {
+        uint32_t meta;
+        uint64_t a;
+        std::memcpy(&meta, reinterpret_cast<const uint8_t*>(entries + e) + 8, 4);
+        std::memcpy(&a, &gt.attributeAt(e), 8);
+        const bool isDue = ((meta >> 16) & (0xffu | uint32_t{kUnheld} << 8)) == 0 && ((a >> 48) & 0xff) == 0 &&
+                           uint16_t(pass - uint16_t(a >> 32)) >= K;
+        due[found] = e;
+        found += isDue;
+      }
+    };
+    const uint32_t scan = std::min(repeatScan(size, K), size);
+    const uint32_t e0 = v.attributeCursor % size, head = std::min(scan, size - e0);
+    scanRange(e0, e0 + head);
+    scanRange(0, scan - head);
+    return found;
+  };
+  // The attribute entries (the pass slab: a random slot each, cold) of entries due[0, count), both
+  // lines of one that crosses a line, asked for together.
+  auto askForAttributes = [&](const uint32_t* due, uint32_t count) {
+    const AttributeStore& slab = store_.attributes();
+    const uint32_t last = slab.stride() - 1;
+    for (uint32_t j = 0; j < count; ++j) {
+      const uint8_t* entry = slab.entry(slotOfId(entries[due[j]].id));
+      __builtin_prefetch(entry);
+      __builtin_prefetch(entry + last);
+    }
+  };
+  // The first fill's repeat scan is done here, into s.lists (free until the selection), so that
+  // its attribute entries arrive during the rest of the pass before that fill, rather than as
+  // they are sent. It finds what that fill's own scan would: the window is the same (the cursor
+  // and the table's size do not change before it), no entry's attribute state changes before it
+  // but in the fill's queue walk (which either sends an entry, after which it is not due, or
+  // takes a queued one off the queue without sending anything, which a repeat send would not
+  // either), and the entries that depart meanwhile are passed over by the fill.
+  uint32_t earlyDue = 0;
+  bool earlyScanned = false;
+  if (stateOn && gt.tracksAttributes() && c.attributeRepeatPasses > 0 && !(log && log->acknowledging) && gt.size() > 0) {
+    earlyDue = findDue(s.lists.data());
+    earlyScanned = true;
+    askForAttributes(s.lists.data(), earlyDue);
   }
 
   // Held ghosts not eligible on this pass (past the ghost cap, or beyond where the walk stopped)
@@ -555,7 +638,7 @@ void World::serve(Viewer& v, Scratch& s) {
   // The attribute queue, then (viewers not acknowledging) the ghosts whose attributes went out
   // attributeRepeatPasses or more passes ago, about 2 x size / K of the table a call from where the
   // last stopped, while they fit within `limit`. findEntry: the entry index of an id, or -1.
-  auto fillAttributes = [&](uint32_t limit, auto findEntry) {
+  auto fillAttributes = [&](uint32_t limit, auto findEntry, bool early) {
     for (uint32_t q = gt.attributeQueueSize(); q > 0; --q) {
       const uint32_t id = gt.attributeFront();
       const int32_t e = findEntry(id);
@@ -573,34 +656,30 @@ void World::serve(Viewer& v, Scratch& s) {
     }
     const uint32_t K = c.attributeRepeatPasses, size = gt.size();
     if (K == 0 || acking || size == 0) return;
-    // One division: the index after e is e + 1, or 0 past the end. The cursor is stored as the
-    // index after the last one looked at (possibly size: taken modulo the size the next call sees).
+    // The due entries (findDue), then sent in order: the same entries, in the same order, as
+    // sending each as it is found (a send changes no other entry's state). The first fill's were
+    // found after scoring; one of them that departed since is not due now and is passed over. A
+    // send that does not fit leaves the cursor where it was before that entry was looked at: the
+    // scan's start for its first entry, else the index after the one before it (size for entry
+    // 0, reached by the wrap).
+    uint32_t* due = s.stale.data();  // free while the fills run
+    uint32_t found;
+    if (early) {
+      due = s.lists.data(), found = earlyDue;
+    } else {
+      found = findDue(due);
+      askForAttributes(due, found);
+    }
     const uint32_t scan = std::min(repeatScan(size, K), size);
-    // The due entries are found a batch at a time and their attribute entries (cold: a random
-    // slot each) asked for together, then sent in order: the same entries, in the same order, as
-    // sending each as it is found (a send changes no other entry's state).
-    constexpr uint32_t kBatch = 32;
-    uint32_t cursor = v.attributeCursor, e = cursor % size;
-    for (uint32_t k = 0; k < scan;) {
-      uint32_t due[kBatch], cursorAt[kBatch], found = 0;  // cursorAt: the cursor before due[j] was looked at
-      for (; k < scan && found < kBatch; ++k) {
-        const GhostEntry& ge = entries[e];
-        const GhostAttribute& ga = gt.attributeAt(e);
-        if (ge.state == kLive && !(ge.flags & kUnheld) && !ga.queued && uint16_t(pass - ga.lastPass) >= K) {
-          __builtin_prefetch(attrs.entry(slotOfId(ge.id)));
-          due[found] = e, cursorAt[found++] = cursor;
-        }
-        cursor = e + 1;
-        e = cursor == size ? 0 : cursor;
-      }
-      for (uint32_t j = 0; j < found; ++j) {
-        if (!sendAttributes(due[j], limit)) {
-          v.attributeCursor = cursorAt[j];
-          return;
-        }
+    const uint32_t start = v.attributeCursor, e0 = start % size, head = std::min(scan, size - e0);
+    for (uint32_t j = 0; j < found; ++j) {
+      if (early && entries[due[j]].state != kLive) continue;
+      if (!sendAttributes(due[j], limit)) {
+        v.attributeCursor = due[j] == e0 ? start : due[j] == 0 ? size : due[j];
+        return;
       }
     }
-    v.attributeCursor = cursor;
+    v.attributeCursor = scan > head ? scan - head : e0 + head;
   };
   if (stateOn) {
     const uint32_t floor = sectionFloor(stateBytes);
@@ -615,7 +694,7 @@ void World::serve(Viewer& v, Scratch& s) {
       reserved += std::min<uint32_t>(floor - std::min(floor, reserved), kSectionCountBytes + kKindRecordBytes * v.kindBacklog);
     // Attributes pending take what is left of the floor now; more after the records, if they leave room.
     if (attributesOn && floor > reserved) {
-      fillAttributes(floor - reserved, [&](uint32_t id) { return lookup.find(id); });
+      fillAttributes(floor - reserved, [&](uint32_t id) { return lookup.find(id); }, earlyScanned);
       reserved += sections.attributeBytes();
     }
   }
@@ -655,7 +734,7 @@ void World::serve(Viewer& v, Scratch& s) {
   const uint64_t* fieldsOf = c.fieldBytes ? snap.fields.data() : nullptr;
   const uint64_t* marks = stateOn ? snap.stateMarks.data() : nullptr;
   p = recordWriter(order != nullptr, c.fieldBytes > 0, snap.stateChecks())(p, sc, order, take, candIndex, ents, packed, fieldsOf,
-                                                                           c.fieldBytes, marks, entries, other, &others);
+                                                                           c.fieldBytes, marks, entries, other, &others, s.keys.data());
   uint32_t newGhosts = 0;
   // The kinds and attributes sections go after the records, in the bytes the records left.
   const uint32_t sectionRoom = stateBytes - take * c.recordBytes;
@@ -740,10 +819,13 @@ void World::serve(Viewer& v, Scratch& s) {
   // entry held at the lookup's load keeps its index until the removals at the end of the pass, so
   // the map finds it (warm), and the table's index (cold) is probed only for one inserted since.
   if (attributesOn && sections.bytes() < sectionRoom)
-    fillAttributes(sectionRoom, [&](uint32_t id) {
-      const int32_t e = lookup.find(id);
-      return e >= 0 ? e : gt.find(id);
-    });
+    fillAttributes(
+        sectionRoom,
+        [&](uint32_t id) {
+          const int32_t e = lookup.find(id);
+          return e >= 0 ? e : gt.find(id);
+        },
+        false);
   uint8_t flags = eventCount ? kFlagEvents : 0;
   p = sections.write(p, flags);
   st.kinds += sections.kindCount();

@@ -46,13 +46,18 @@ void logBucketsPortable(const uint64_t* keys, uint32_t n, bool flip, uint16_t* b
 }
 
 // A histogram, two interleaved (consecutive entries often share a bucket, and one counter would
-// make every increment wait for the previous one), then a scan for the take-th entry.
+// make every increment wait for the previous one), then a scan for the take-th entry. Only the
+// buckets between the lowest and the highest present are cleared and scanned (a pass's keys span
+// a few dozen of the 260).
 uint32_t thresholdBucketPortable(const uint16_t* buckets, uint32_t n, uint32_t take) {
-  uint32_t hist[kBuckets] = {}, hist2[kBuckets] = {};
+  uint32_t lo = kBuckets - 1, hi = 0;
+  for (uint32_t i = 0; i < n; ++i) lo = std::min<uint32_t>(lo, buckets[i]), hi = std::max<uint32_t>(hi, buckets[i]);
+  uint32_t hist[kBuckets], hist2[kBuckets];
+  std::fill(hist + lo, hist + hi + 1, 0u), std::fill(hist2 + lo, hist2 + hi + 1, 0u);
   uint32_t i = 0;
   for (; i + 1 < n; i += 2) ++hist[buckets[i]], ++hist2[buckets[i + 1]];
   if (i < n) ++hist[buckets[i]];
-  uint32_t B = 0, cum = 0;
+  uint32_t B = lo, cum = 0;
   while (cum + hist[B] + hist2[B] < take) cum += hist[B] + hist2[B], ++B;
   return B;
 }
