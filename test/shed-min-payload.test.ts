@@ -2,6 +2,7 @@
 // which fast fields (records longer than 12 bytes) and attributes raise above 28 + eventReserveBytes:
 // a governor level that scales packets, run() under it, and setViewerSettings or the per-viewer
 // setters on a viewer shed from are accepted with such a config, the packets equal between the two.
+// And a packet size below it is refused naming that smallest size, and in a batch the element.
 import { describe, expect, it } from 'vitest';
 import { WorldConfig } from '../lib/config.js';
 import { readGovernor } from '../lib/governor.js';
@@ -76,4 +77,24 @@ describe('shedding packet size with fast fields or attributes', () => {
     expect(Math.max(...levels)).toBeGreaterThanOrEqual(3);
     w.close();
   });
+
+  for (const [name, config] of Object.entries(CONFIGS)) {
+    it(`${name}: a packet size below config.minPayloadBytes is refused naming it (and the element, in a batch)`, () => {
+      const { w, viewers } = makeWorld(config);
+      const min = config.minPayloadBytes;
+      const range = `between ${min} and 65507`;
+      const before = viewers.map((v) => w.viewerSettings(v));
+      for (const bad of [20, 28, min - 1]) {
+        expect(() => w.setViewerSettings(Uint32Array.from(viewers), { payloadBytes: [300, 300, bad] }), `batch ${bad}`).toThrow(
+          expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_VIEWER_OPTION', message: expect.stringMatching(new RegExp(`^payloadBytes\\[2\\] .*${range}, received ${bad}$`)) }),
+        );
+        expect(() => w.setPayloadBytes(viewers[2], bad), `setter ${bad}`).toThrow(
+          expect.objectContaining({ code: 'ERR_SIGHTLINE_INVALID_VIEWER_OPTION', message: expect.stringContaining(`${range}, received ${bad}`) }),
+        );
+      }
+      expect(viewers.map((v) => w.viewerSettings(v))).toEqual(before);
+      w.setViewerSettings(Uint32Array.from(viewers), { payloadBytes: [min, min, min] });
+      w.close();
+    });
+  }
 });
