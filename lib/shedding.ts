@@ -40,7 +40,7 @@ export interface SheddingTarget {
    * i < viewers.length, in one engine call (checked as a whole: a throw changes nothing).
    */
   writeMany(viewers: Uint32Array, settings: Float64Array): void;
-  /** The smallest packet a viewer may have: 28 + eventReserveBytes. */
+  /** The smallest packet a viewer may have: the config's minPayloadBytes (28 + eventReserveBytes, more with fields or attributes). */
   readonly minPayloadBytes: number;
 }
 

@@ -8,7 +8,7 @@ import { CHANGE, viewRadiusRaw } from './interest.js';
 export interface ViewerSettingsBatch {
   /** Send periods, ticks: integers from 1 to 65535. */
   sendPeriod?: ArrayLike<number>;
-  /** Packet sizes, bytes, header included: integers from 28 + eventReserveBytes to 65,507. */
+  /** Packet sizes, bytes, header included: integers from config.minPayloadBytes (28 + eventReserveBytes, more with fields or attributes) to 65,507. */
   payloadBytes?: ArrayLike<number>;
   /** View radii, meters: more than 0, at most the config's viewRadius. */
   viewRadius?: ArrayLike<number>;

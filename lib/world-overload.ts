@@ -79,7 +79,7 @@ export class WorldOverload {
         }
         if (k > 0) access.writeMany(to.subarray(0, k), what.subarray(0, k), period.subarray(0, k), payload.subarray(0, k), radius.subarray(0, k));
       },
-      minPayloadBytes: 28 + config.eventReserveBytes,
+      minPayloadBytes: config.minPayloadBytes,
     });
   }
 

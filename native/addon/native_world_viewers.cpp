@@ -110,8 +110,8 @@ Napi::Value NativeWorld::ChangeViewer(const Napi::CallbackInfo& info) {
   if (what & ViewerChange::kSendPeriod)
     change.to.sendPeriod = viewerOption(env, numberArg(info, 2, "sendPeriod"), "sendPeriod", 1, 65535, " ticks");
   if (what & ViewerChange::kPayloadBytes)
-    change.to.payloadBytes = viewerOption(env, numberArg(info, 3, "payloadBytes"), "payloadBytes",
-                                          kHeaderBytes + c.eventReserveBytes + kRecordBytes, kMaxPayloadBytes, "");
+    change.to.payloadBytes = viewerOption(env, numberArg(info, 3, "payloadBytes"), "payloadBytes", c.minPayloadBytes,
+                                          kMaxPayloadBytes, "");
   if (what & ViewerChange::kViewRadius)
     change.to.viewRadiusRaw = viewerOption(env, numberArg(info, 4, "viewRadius"), "viewRadius (raw)", 1,
                                            double(c.viewRadiusRaw), " raw units");
@@ -189,7 +189,7 @@ Napi::Value NativeWorld::ChangeViewers(const Napi::CallbackInfo& info) {
     if (v >= lo && v <= hi && v == double(uint32_t(v))) return uint32_t(v);
     return viewerOption(env, v, (std::string(name) + "[" + std::to_string(i) + "]").c_str(), lo, hi, unit);
   };
-  const double minPayload = kHeaderBytes + c.eventReserveBytes + kRecordBytes;
+  const double minPayload = c.minPayloadBytes;  // with fields or attributes more than header, reserve and a 12-byte record
   for (size_t i = 0; i < n; ++i) {
     const uint32_t w = what[i];
     if (w & ~kFields)
