@@ -2,6 +2,7 @@
 // view radii, read into the typed arrays the engine's batched change takes.
 import type { WorldConfig } from './config.js';
 import { SightlineError, describe, readOptions } from './errors.js';
+import { toMeters } from './fixed.js';
 import { CHANGE, viewRadiusRaw } from './interest.js';
 
 /** Settings for many viewers: element i of each array given is viewer i's (see World.setViewerSettings). */
@@ -14,7 +15,7 @@ export interface ViewerSettingsBatch {
   viewRadius?: ArrayLike<number>;
 }
 
-/** The engine's arguments: what each viewer changes (CHANGE bits) and the values; viewRadius raw, meters kept in `meters`. */
+/** The engine's arguments: what each viewer changes (CHANGE bits) and the values; viewRadius raw, and in `meters` the same radius in meters (rounded to raw units, as the engine holds it). */
 export interface ReadBatch {
   what: Uint8Array;
   sendPeriod: Float64Array;
@@ -62,6 +63,7 @@ export function readViewerBatch(config: WorldConfig, viewers: unknown, settings:
       for (let i = 0; i < n; i++) {
         try {
           out.viewRadius[i] = viewRadiusRaw(config, out.meters[i]);
+          out.meters[i] = toMeters(out.viewRadius[i]);  // as the engine holds it, for the shedding's base
         } catch (e) {
           throw e instanceof SightlineError ? new SightlineError(e.code, `settings.viewRadius[${i}]: ${e.message}`) : e;
         }

@@ -199,8 +199,10 @@ export class WorldViewers extends WorldEntities {
    * @throws ERR_SIGHTLINE_UNKNOWN_VIEWER, ERR_SIGHTLINE_INVALID_VIEWER_OPTION.
    */
   setViewRadius(viewer: EntityId, meters: number): void {
-    this.#change(viewer, CHANGE.viewRadius, 0, 0, viewRadiusRaw(this.config, meters));
-    this.#overload.shedding.rebase(viewer, { viewRadius: meters });
+    const raw = viewRadiusRaw(this.config, meters);
+    this.#change(viewer, CHANGE.viewRadius, 0, 0, raw);
+    // The base as the engine holds it (raw units), so a shed viewer reads back what an unshed one does.
+    this.#overload.shedding.rebase(viewer, { viewRadius: toMeters(raw) });
   }
 
   /**

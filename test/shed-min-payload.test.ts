@@ -98,3 +98,33 @@ describe('shedding packet size with fast fields or attributes', () => {
     });
   }
 });
+
+describe('a view radius set on a viewer shed from', () => {
+  it('reads back rounded to raw units as on one not shed, and is served alike whether set before or during shedding', async () => {
+    const config = CONFIGS.fields;
+    const meters = 10.3;
+    const rounded = Math.round(meters * 1024) / 1024;
+    const before = makeWorld(config);
+    const during = makeWorld(config);
+    const batch = makeWorld(config);
+    const [lb, ld, lt] = [before, during, batch].map((t) => new GovernorLevers(t.w, readGovernor(undefined, 20)!));
+    before.viewers.forEach((v) => before.w.setViewRadius(v, meters));
+    lb.apply(4, undefined);
+    ld.apply(4, undefined);
+    lt.apply(4, undefined);
+    during.viewers.forEach((v) => during.w.setViewRadius(v, meters));
+    batch.w.setViewerSettings(Uint32Array.from(batch.viewers), { viewRadius: batch.viewers.map(() => meters) });
+    for (const t of [before, during, batch]) {
+      for (const v of t.viewers) expect(t.w.viewerSettings(v).viewRadius).toBe(rounded);
+    }
+    const served = (t: typeof before) => t.viewers.map((v) => t.w.servedSettings(v));
+    expect(served(during)).toEqual(served(before));
+    expect(served(batch)).toEqual(served(before));
+    for (let tick = 0; tick < 3; tick++) {
+      const [a, b, c] = await Promise.all([before.w.tick(), during.w.tick(), batch.w.tick()].map((p) => p.then(packets)));
+      expect(b).toEqual(a);
+      expect(c).toEqual(a);
+    }
+    for (const t of [before, during, batch]) t.w.close();
+  });
+});
