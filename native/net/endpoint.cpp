@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 
+#include "flat_index.h"
+
 namespace sightline::net {
 
 uint16_t Endpoint::port() const {
@@ -28,20 +30,15 @@ bool Endpoint::operator==(const Endpoint& o) const {
 }
 
 size_t Endpoint::hash() const {
-  // FNV-1a over the address bytes and the port.
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  };
-  if (family() == AF_INET) {
-    mix(&addr.v4.sin_addr, sizeof(in_addr));
-    mix(&addr.v4.sin_port, 2);
-  } else if (family() == AF_INET6) {
-    mix(&addr.v6.sin6_addr, sizeof(in6_addr));
-    mix(&addr.v6.sin6_port, 2);
+  // The address and port packed into words, through MurmurHash3's finalizer (flat_index.h).
+  if (family() == AF_INET)
+    return size_t(mixBits((uint64_t(addr.v4.sin_addr.s_addr) << 16) ^ addr.v4.sin_port ^ (uint64_t(AF_INET) << 48)));
+  if (family() == AF_INET6) {
+    uint64_t w[2];
+    std::memcpy(w, &addr.v6.sin6_addr, sizeof w);
+    return size_t(mixBits(mixBits(w[0] ^ addr.v6.sin6_port) ^ w[1] ^ (uint64_t(addr.v6.sin6_scope_id) << 16)));
   }
-  return size_t(h ^ (h >> 29));
+  return 0;
 }
 
 bool Endpoint::parse(const std::string& text, uint16_t port, int family, Endpoint& out) {

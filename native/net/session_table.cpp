@@ -24,17 +24,19 @@ void Session::sentPacket(uint16_t seq, int64_t now) {
 }
 
 SessionTable::SessionTable(uint32_t capacity, unsigned gates)
-    : slots_(capacity), gates_(new Gate[gates]), gateCount_(gates) {
+    : slots_(capacity), byViewer_(capacity), byPeer_(capacity), gates_(new Gate[gates]), gateCount_(gates) {
   free_.reserve(capacity);
   for (uint32_t i = capacity; i-- > 0;) free_.push_back(i);
-  byViewer_.reserve(capacity);
-  byPeer_.reserve(capacity);
 }
+
+namespace {
+uint64_t viewerHash(uint32_t viewer) { return mixBits(viewer); }
+}  // namespace
 
 SessionTable::AddResult SessionTable::add(uint32_t viewer, const Endpoint& peer, const uint8_t* token, int64_t now) {
   std::lock_guard<std::mutex> lock(m_);
-  if (byViewer_.count(viewer)) return AddResult::ViewerTaken;
-  if (byPeer_.count(peer)) return AddResult::PeerTaken;
+  if (findViewer(viewer)) return AddResult::ViewerTaken;
+  if (findPeer(peer)) return AddResult::PeerTaken;
   if (free_.empty()) return AddResult::Full;
   const uint32_t slot = free_.back();
   Session& s = slots_[slot];
@@ -47,23 +49,24 @@ SessionTable::AddResult SessionTable::add(uint32_t viewer, const Endpoint& peer,
   s.ackCredit.store(kAckCreditStart, std::memory_order_relaxed);
   s.heardAtMs.store(now, std::memory_order_relaxed);
   s.sentAtMs.store(now, std::memory_order_relaxed);
-  byViewer_.emplace(viewer, slot);  // room reserved for capacity entries
-  byPeer_.emplace(peer, slot);
+  byViewer_.insert(viewerHash(viewer), slot);  // room for capacity entries
+  byPeer_.insert(peer.hash(), slot);
   free_.pop_back();
+  ++live_;
   return AddResult::Added;
 }
 
 bool SessionTable::remove(uint32_t viewer) {
   {
     std::lock_guard<std::mutex> lock(m_);
-    auto it = byViewer_.find(viewer);
-    if (it == byViewer_.end()) return false;
-    const uint32_t slot = it->second;
-    Session& s = slots_[slot];
-    byPeer_.erase(s.peer);
-    byViewer_.erase(it);
-    s.live = false;
+    Session* found = findViewer(viewer);
+    if (!found) return false;
+    const uint32_t slot = uint32_t(found - slots_.data());
+    byPeer_.erase(found->peer.hash(), slot);
+    byViewer_.erase(viewerHash(viewer), slot);
+    found->live = false;
     free_.push_back(slot);
+    --live_;
   }
   // A thread that found the session before it was taken out still holds its gate: wait it out.
   // One that takes its gate after this finds the session gone.
@@ -76,12 +79,14 @@ bool SessionTable::remove(uint32_t viewer) {
 void SessionTable::clear() {
   {
     std::lock_guard<std::mutex> lock(m_);
-    for (auto& [viewer, slot] : byViewer_) {
+    for (uint32_t slot = 0; slot < slots_.size(); ++slot) {
+      if (!slots_[slot].live) continue;
       slots_[slot].live = false;
       free_.push_back(slot);
     }
     byViewer_.clear();
     byPeer_.clear();
+    live_ = 0;
   }
   for (unsigned i = 0; i < gateCount_; ++i) {
     std::lock_guard<std::mutex> pass(gates_[i].m);
@@ -90,24 +95,24 @@ void SessionTable::clear() {
 
 uint32_t SessionTable::size() const {
   std::lock_guard<std::mutex> lock(m_);
-  return uint32_t(byViewer_.size());
+  return live_;
 }
 
 Session* SessionTable::findViewer(uint32_t viewer) {
-  auto it = byViewer_.find(viewer);
-  return it == byViewer_.end() ? nullptr : &slots_[it->second];
+  const int64_t slot = byViewer_.find(viewerHash(viewer), [&](uint32_t s) { return slots_[s].viewer == viewer; });
+  return slot < 0 ? nullptr : &slots_[size_t(slot)];
 }
 
 Session* SessionTable::findPeer(const Endpoint& peer) {
-  auto it = byPeer_.find(peer);
-  return it == byPeer_.end() ? nullptr : &slots_[it->second];
+  const int64_t slot = byPeer_.find(peer.hash(), [&](uint32_t s) { return slots_[s].peer == peer; });
+  return slot < 0 ? nullptr : &slots_[size_t(slot)];
 }
 
 void SessionTable::times(int64_t now, std::vector<double>& out) const {
   std::lock_guard<std::mutex> lock(m_);
-  for (const auto& [viewer, slot] : byViewer_) {
-    const Session& s = slots_[slot];
-    out.push_back(double(viewer));
+  for (const Session& s : slots_) {
+    if (!s.live) continue;
+    out.push_back(double(s.viewer));
     out.push_back(double(now - s.heardAtMs.load(std::memory_order_relaxed)));
     out.push_back(double(now - s.sentAtMs.load(std::memory_order_relaxed)));
   }

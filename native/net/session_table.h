@@ -15,10 +15,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
 #include "endpoint.h"
+#include "flat_index.h"
 
 namespace sightline::net {
 
@@ -86,8 +86,11 @@ class SessionTable {
   mutable std::mutex m_;
   std::vector<Session> slots_;
   std::vector<uint32_t> free_;
-  std::unordered_map<uint32_t, uint32_t> byViewer_;
-  std::unordered_map<Endpoint, uint32_t, EndpointHash> byPeer_;
+  // Live sessions by viewer and by peer address (flat_index.h: one probe run a lookup, no
+  // allocation after construction).
+  FlatIndex byViewer_;
+  FlatIndex byPeer_;
+  uint32_t live_ = 0;
   std::unique_ptr<Gate[]> gates_;
   unsigned gateCount_;
 };

@@ -493,8 +493,11 @@ void swarmAcksAsClientWorld() {
 
 }  // namespace
 
+void sessionIndexChecks();  // session_index_checks.cpp
+
 // Runs the checks above (their results in test::failures and test::checks).
 void netChecks() {
+  sessionIndexChecks();
   sendsEachViewersBytes(1);
   sendsEachViewersBytes(2);
   sendsEachViewersBytes(8);
