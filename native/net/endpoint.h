@@ -39,8 +39,4 @@ struct Endpoint {
   static bool fromKernel(const sockaddr_storage& ss, socklen_t len, Endpoint& out);
 };
 
-struct EndpointHash {
-  size_t operator()(const Endpoint& e) const { return e.hash(); }
-};
-
 }  // namespace sightline::net
